@@ -1,0 +1,40 @@
+# duplexeval: `make eval` and `make test` are all a user needs; both run `make setup` first.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(VENV)/bin
+MODEL ?= cascade
+DATASET ?= fdb-mini
+RUNTIME ?= local
+ASR ?= faster-whisper
+JUDGE ?= embedding-relevance
+LIMIT ?=
+PYTEST_ARGS ?=
+
+# One image variable per component for the docker runtime: swapping one re-runs that stage and those after it.
+IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
+IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--image $(word 2,$(subst =, ,$(p)))=$($(word 1,$(subst =, ,$(p))))))
+
+.PHONY: setup eval test score runs show clean-store
+setup:
+	@scripts/setup-venv.sh
+
+eval: setup
+	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
+	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS)
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
+
+score: setup
+	$(BIN)/aggregator fdb-v1 --tree $(TREE) --out $(OUT) $(if $(ICC_GT),--icc-gt $(ICC_GT))
+
+runs: setup
+	@$(BIN)/duplexeval runs
+
+show: setup
+	@$(BIN)/duplexeval show $(or $(RUN),latest)
+
+clean-store:
+	rm -rf store runs
+
+-include make/docker.mk

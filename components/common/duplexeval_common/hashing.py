@@ -1,0 +1,53 @@
+"""sha256 of files, bytes, JSON values and source trees."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterable
+
+from .jsonio import canonical_bytes
+
+_CHUNK = 1 << 20
+_SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git"}
+_SKIP_SUFFIXES = {".pyc", ".pyo", ".tmp"}
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    return sha256_bytes(canonical_bytes(obj))
+
+
+def _tree_files(root: Path) -> Iterable[Path]:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not (set(p.relative_to(root).parts) & _SKIP_DIRS) \
+                and p.suffix not in _SKIP_SUFFIXES and not p.name.endswith(".egg-info"):
+            yield p
+
+
+def sha256_tree(*roots: Path) -> str:
+    """Hash of every file's relative path and content under the roots.
+
+    Used as a component's identity in the local runtime: the source and the
+    lock file decide what it computes.
+    """
+    h = hashlib.sha256()
+    for root in roots:
+        root = Path(root)
+        for p in _tree_files(root):
+            if any(part.endswith(".egg-info") for part in p.parts):
+                continue
+            h.update(f"{root.name}/{p.relative_to(root).as_posix()}\0".encode())
+            h.update(sha256_file(p).encode())
+    return h.hexdigest()

@@ -1,0 +1,227 @@
+"""The stage contract: the per-sample loop every component runs.
+
+`<component> run --input DIR... --output DIR --config FILE` maps each sample
+to files in `samples/<subset>/<id>/` of the output folder. A sample's files
+are written into a hidden partial folder that is renamed into place only when
+the sample is complete, so a killed stage leaves nothing half-written and a
+rerun completes only what is missing. `stage.json` records what produced the
+outputs and what they hash to.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import schemas, wavio
+from .errors import DuplexEvalError, SampleError
+from .hashing import sha256_file
+from .jsonio import atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
+from .progress import Progress, log
+from .samples import DONE, SAMPLES, STAGE_RECORD, Inputs, Sample
+from .secrets import redact
+
+
+@dataclass
+class SampleContext:
+    """What `process` gets for one sample: its inputs and a place to write."""
+
+    sample: Sample
+    inputs: Inputs
+    config: dict
+    work: Path
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.sample.key
+
+    def input_path(self, name: str) -> Path:
+        p = self.inputs.find(self.sample, name)
+        if p is None:
+            raise SampleError(self.id, f"{name} is missing")
+        return p
+
+    def has_input(self, name: str) -> bool:
+        return self.inputs.find(self.sample, name) is not None
+
+    def read_wav(self, name: str, **kw) -> tuple[np.ndarray, int]:
+        return wavio.read_wav(self.input_path(name), self.id, **kw)
+
+    def read_json(self, name: str, schema: str | None = None) -> Any:
+        path = self.input_path(name)
+        try:
+            obj = read_json(path)
+        except ValueError as exc:
+            raise SampleError(self.id, f"{name} is not valid JSON ({exc})") from None
+        return schemas.validate(schema, obj, self.id) if schema else obj
+
+    def _target(self, name: str) -> Path:
+        self.written.append(name)
+        return self.work / name
+
+    def write_json(self, name: str, obj: Any, schema: str | None = None) -> None:
+        if schema:
+            schemas.validate(schema, obj, self.id)
+        atomic_write_text(self._target(name), dumps(obj))
+
+    def write_jsonl(self, name: str, rows: list, schema: str | None = None) -> None:
+        for row in rows if schema else ():
+            schemas.validate(schema, row, self.id)
+        atomic_write_text(self._target(name), jsonl_text(rows))
+
+    def write_wav(self, name: str, audio: np.ndarray, sr: int) -> None:
+        wavio.write_wav(self._target(name), audio, sr)
+
+    def copy_input(self, name: str) -> None:
+        shutil.copyfile(self.input_path(name), self._target(name))
+
+
+@dataclass
+class StageContext:
+    """What `finalize` gets: the whole stage, after every sample ran."""
+
+    inputs: Inputs
+    config: dict
+    output: Path
+    statuses: dict[str, dict]
+
+    def ok_samples(self) -> list[Sample]:
+        return [s for s in self.inputs.samples() if self.statuses.get(s.key, {}).get("status") == "ok"]
+
+    def write_json(self, name: str, obj: Any, schema: str | None = None) -> None:
+        if schema:
+            schemas.validate(schema, obj, name)
+        atomic_write_json(self.output / name, obj)
+
+
+Process = Callable[[SampleContext], None]
+Finalize = Callable[[StageContext], None]
+
+
+@dataclass
+class Stage:
+    component: str
+    version: str
+    process: Process
+    finalize: Finalize | None = None
+    select: Callable[[Inputs, dict], list[Sample]] | None = None
+    setup: Callable[[dict], None] | None = None
+
+    def run(self, input_dirs: list[Path], output: Path, config: dict,
+            allow_failures: bool = False, shard: tuple[int, int] = (0, 1)) -> int:
+        t0 = time.time()
+        inputs = Inputs(input_dirs)
+        output = Path(output)
+        (output / SAMPLES).mkdir(parents=True, exist_ok=True)
+        _remove_partials(output)
+        samples = (self.select or (lambda i, c: i.samples()))(inputs, config)
+        samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
+        if self.setup:
+            self.setup(config)
+        statuses = self._run_samples(samples, inputs, config, output)
+        if shard[1] == 1 and self.finalize:
+            self.finalize(StageContext(inputs, config, output, statuses))
+        failed = [k for k, s in statuses.items() if s["status"] == "failed"]
+        self._write_record(output, inputs, config, statuses, t0, shard)
+        if failed:
+            log(f"[{self.component}] {len(failed)} of {len(statuses)} samples failed")
+        return 1 if failed and not allow_failures else 0
+
+    def _run_samples(self, samples, inputs, config, output) -> dict[str, dict]:
+        statuses: dict[str, dict] = {}
+        bar = Progress(self.component, len(samples))
+        for sample in samples:
+            status = self._run_one(sample, inputs, config, output)
+            statuses[sample.key] = status
+            note = "" if status["status"] == "ok" and not status.get("cached") else \
+                ("cached" if status.get("cached") else f"{status['status']}: {status.get('reason', '')}")
+            bar.step(sample.key, note)
+        return statuses
+
+    def _run_one(self, sample: Sample, inputs: Inputs, config: dict, output: Path) -> dict:
+        final = output / SAMPLES / sample.subset / sample.id
+        if _verified(final):
+            return {"status": "ok", "cached": True, "seconds": 0.0}
+        upstream = inputs.upstream_failure(sample)
+        if upstream:
+            _rmtree(final)
+            return {"status": "skipped", "reason": upstream, "seconds": 0.0}
+        work = final.parent / f".{sample.id}.partial"
+        _rmtree(work)
+        work.mkdir(parents=True)
+        t = time.monotonic()
+        try:
+            ctx = SampleContext(sample, inputs, config, work)
+            self.process(ctx)
+            _seal(work, ctx.written)
+            _rmtree(final)
+            os.replace(work, final)
+            return {"status": "ok", "seconds": round(time.monotonic() - t, 3)}
+        except SampleError as exc:
+            reason = exc.problem
+        except DuplexEvalError as exc:
+            reason = str(exc)
+        except Exception as exc:  # keep the other samples going; keep the trace in the log
+            traceback.print_exc()
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+        _rmtree(work)
+        log(f"error: {sample.key}: {reason}")
+        return {"status": "failed", "reason": reason, "seconds": round(time.monotonic() - t, 3)}
+
+    def _write_record(self, output, inputs, config, statuses, t0, shard) -> None:
+        outputs = {p.relative_to(output).as_posix(): sha256_file(p)
+                   for p in sorted(output.rglob("*"))
+                   if p.is_file() and p.name != STAGE_RECORD and ".partial" not in p.as_posix()
+                   and not p.name.startswith(".")}
+        record = {
+            "component": self.component,
+            "version": self.version,
+            "identity": os.environ.get("DUPLEXEVAL_IDENTITY", "unrecorded (run outside the orchestrator)"),
+            "key": os.environ.get("DUPLEXEVAL_STAGE_KEY", ""),
+            "config": redact(config),
+            "inputs": [{"path": str(d), "key": k} for d, k in zip(inputs.dirs, inputs.keys())],
+            "outputs": outputs,
+            "samples": statuses,
+            "shard": list(shard),
+            "environment": {"python": platform.python_version(), "platform": platform.platform()},
+            "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3)},
+        }
+        name = STAGE_RECORD if shard[1] == 1 else f"stage.shard-{shard[0]}-of-{shard[1]}.json"
+        schemas.validate("stage", record, name)
+        atomic_write_json(output / name, record)
+
+
+def _seal(work: Path, written: list[str]) -> None:
+    files = {n: sha256_file(work / n) for n in sorted(set(written))}
+    atomic_write_json(work / DONE, {"files": files})
+
+
+def _verified(final: Path) -> bool:
+    """A sample is done when its seal exists and every sealed file still hashes the same."""
+    seal = final / DONE
+    if not seal.is_file():
+        return False
+    try:
+        files = read_json(seal)["files"]
+        return all((final / n).is_file() and sha256_file(final / n) == h for n, h in files.items())
+    except (ValueError, KeyError):
+        return False
+
+
+def _remove_partials(output: Path) -> None:
+    for p in (output / SAMPLES).glob("*/.*.partial"):
+        _rmtree(p)
+
+
+def _rmtree(p: Path) -> None:
+    if p.is_dir():
+        shutil.rmtree(p)

@@ -1,0 +1,46 @@
+"""`judge` command: the standard `run` stage plus `list`."""
+
+from __future__ import annotations
+
+import click
+
+from duplexeval_common.cli import run_command
+from duplexeval_common.stage import Stage
+
+from . import __version__
+from .judges import JUDGES
+from .rate import interruption_samples, judge_sample, write_summary
+
+DEFAULTS = {"judge": "embedding-relevance", "judge_args": {}}
+
+
+def make_stage(config: dict) -> Stage:
+    cfg = {**DEFAULTS, **config}
+    state: dict = {}
+
+    def setup(_cfg: dict) -> None:
+        state["judge"] = JUDGES.load(cfg["judge"])(**cfg["judge_args"])
+
+    def finalize(sctx) -> None:
+        if "judge" not in state:
+            setup(cfg)
+        write_summary(sctx, state["judge"])
+
+    return Stage("judge", __version__, lambda ctx: judge_sample(ctx, state["judge"]),
+                 finalize=finalize, select=interruption_samples, setup=setup)
+
+
+@click.group(help="Rate the reply after each user interruption (0-5, the official scale).")
+@click.version_option(__version__)
+def main() -> None:
+    pass
+
+
+@main.command("list")
+def list_judges() -> None:
+    """List the judges."""
+    for e in JUDGES.entries():
+        click.echo(f"{e.name:20} {e.summary}")
+
+
+main.add_command(run_command(make_stage))

