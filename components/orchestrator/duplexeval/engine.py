@@ -75,7 +75,7 @@ class Engine:
         log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  running")
         config = self.store.write_config(key, spec.config)
         rc = self.runtime.run(spec.component, key, input_dirs, self.store.stage_dir(key), config,
-                              network=spec.network)
+                              network=spec.network, cache=self.store.root / "cache")
         seconds = round(time.monotonic() - t0, 2)
         failed = _failed_count(self.store, key)
         if rc == 0:

@@ -41,9 +41,11 @@ class LocalRuntime:
         return found
 
     def run(self, component: str, key: str, inputs: list[Path], output: Path, config: Path,
-            network: bool = False) -> int:
+            network: bool = False, cache: Path | None = None) -> int:
         args = [self.command(component), "run", "--output", str(output), "--config", str(config)]
         for d in inputs:
             args += ["--input", str(d)]
         env = {**os.environ, "DUPLEXEVAL_IDENTITY": self.identity(component), "DUPLEXEVAL_STAGE_KEY": key}
+        if cache is not None:
+            env["DUPLEXEVAL_CACHE"] = str(cache)
         return subprocess.run(args, env=env).returncode

@@ -21,8 +21,6 @@ class Store:
     def __init__(self, root: Path | None = None):
         self.root = store_dir(root)
         self.runs = runs_dir(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.runs.mkdir(parents=True, exist_ok=True)
 
     def stage_dir(self, key: str) -> Path:
         return self.root / key
