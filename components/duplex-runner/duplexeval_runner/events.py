@@ -1,0 +1,62 @@
+"""The runner event log (events.jsonl).
+
+Each line is `{"t": input-timeline seconds, "wall": monotonic seconds,
+"type": ..., ...}` and satisfies schemas/runner-event.schema.json. `t` says
+where on the input timeline the event belongs; `wall` says when the harness
+saw it, so compute time and drift can be read off the log.
+
+`stats` collects per-sample numbers a runner wants in runner.json; keep them
+deterministic for deterministic runners (wall-clock numbers belong in the log).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+from duplexeval_common import schemas
+
+SCHEMA = "runner-event"
+
+
+class EventLog:
+    def __init__(self, wall: Callable[[], float] = time.monotonic):
+        self._wall = wall
+        self.rows: list[dict] = []
+        self.stats: dict[str, Any] = {}
+        self.wall0 = wall()
+
+    def emit(self, type: str, t: float, **fields: Any) -> dict:
+        """Append one event at input-timeline time t; raise ValueError if it breaks the schema."""
+        if not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise ValueError(f"event {type!r}: time {t!r} is not a finite number")
+        row = {"t": round(float(t), 6), "wall": round(self._wall(), 6), "type": type}
+        row.update({k: _plain(v) for k, v in fields.items()})
+        msg = schemas.problem(SCHEMA, row)
+        if msg:
+            raise ValueError(f"bad event: {msg}")
+        self.rows.append(row)
+        return row
+
+    def elapsed(self) -> float:
+        """Wall seconds since the log was opened."""
+        return self._wall() - self.wall0
+
+    def of_type(self, type: str) -> list[dict]:
+        return [r for r in self.rows if r["type"] == type]
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars and tuples to JSON values; floats rounded to microseconds."""
+    if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
+        v = v.item()
+    if isinstance(v, float):
+        return round(v, 6)
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v

