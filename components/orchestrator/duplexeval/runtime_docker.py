@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import IO, Iterable, Mapping
@@ -80,6 +81,24 @@ def _writable_by(path: Path, user: str) -> None:
                 os.lchown(p, int(uid), int(gid) if gid.isdigit() else int(uid))
 
 
+def _readable_by_all(path: Path) -> None:
+    """Let the container's user read an input: o+r on files, o+rx on folders, where missing.
+
+    Files written through temporary files (mkstemp) are 0600; when the orchestrator runs as
+    root, uid 1000 could not read them. Only permission bits inside the mounted tree change
+    (a bind mount needs none on the folders above it), never content.
+    """
+    if os.geteuid() != 0:
+        return
+    for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
+        st = p.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        want = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(st.st_mode) else 0)
+        if st.st_mode & want != want:
+            os.chmod(p, stat.S_IMODE(st.st_mode) | want)
+
+
 def run_stage_in_container(image: str, args: list[str],
                            mounts: Iterable[tuple[str | os.PathLike, str, bool]],
                            network: bool, env_names: Iterable[str] = (),
@@ -89,8 +108,9 @@ def run_stage_in_container(image: str, args: list[str],
                            log: IO[str] | None = None) -> int:
     """Run `image` with `args` (after its entrypoint) and return the exit code.
 
-    mounts: (host_path, container_path, read_only); read-write host paths are created and
-    handed to `user` (when we are root). network: False gives --network none; True the default
+    mounts: (host_path, container_path, read_only); read-only ones must exist and are made
+    readable by others where they are not (when we are root: see _readable_by_all);
+    read-write host paths are created and handed to `user` (when we are root). network: False gives --network none; True the default
     bridge, or $DUPLEXEVAL_DOCKER_NETWORK (e.g. `host` for a model server on localhost).
     env_names: variables passed through from our environment (secrets); env_values: plain
     non-secret settings (stage key, identity). The container is removed in every case.
@@ -105,6 +125,7 @@ def run_stage_in_container(image: str, args: list[str],
         if ro:
             if not host.exists():
                 raise DuplexEvalError(f"input {host} does not exist")
+            _readable_by_all(host)
         else:
             _writable_by(host, user)
         binds.append(Mount(target=target, source=str(host), type="bind", read_only=bool(ro)))

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Build the duplexeval images offline (docker build --network none, BuildKit).
+#   docker/build-image.sh bases          duplexeval/python-base, common-base, torch-base
+#   docker/build-image.sh NAME [NAME..]  the bases, then duplexeval/NAME:<version> (+ :latest)
+#   docker/build-image.sh --all          every component that has a Dockerfile
+# Every component image is checked with `docker run --rm --network none IMAGE --help`.
+# Env: BASE_IMAGE (default duplexeval/base:bookworm-py311; python:3.11-slim-bookworm where a
+# registry is reachable), NO_CACHE=1 (rebuild every layer), PYTHON (for the staging's pip).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+require_engine
+
+[ $# -gt 0 ] || die "usage: $0 bases | NAME... | --all"
+if [ "$1" = "--all" ]; then
+  mapfile -t names < <(image_components)
+elif [ "$1" = "bases" ]; then
+  names=()
+else
+  names=("$@")
+fi
+for n in "${names[@]}"; do
+  df="$REPO_ROOT/components/$n/Dockerfile"
+  [ -f "$df" ] || die "no components/$n/Dockerfile"
+  # the parent must match the requirements: torch-base exactly when torch is required
+  if python3 "$DOCKER_SCRIPTS_DIR/reqs.py" has "$REPO_ROOT/components/$n/requirements.txt" torch; then
+    grep -q '^ARG PARENT=.*/torch-base:' "$df" || die "components/$n requires torch: its Dockerfile must use ARG PARENT=duplexeval/torch-base:latest"
+  else
+    grep -q '^ARG PARENT=.*/common-base:' "$df" || log "note: components/$n needs no torch; duplexeval/common-base:latest would be a smaller parent"
+  fi
+done
+
+PYTHON="${PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  if [ -x "$REPO_ROOT/.venv/bin/python" ]; then PYTHON="$REPO_ROOT/.venv/bin/python"; else PYTHON=python3; fi
+fi
+cli="$(buildkit_cli)"
+logdir="$BUILD_DIR/logs"; mkdir -p "$logdir"
+times="$logdir/build-times.tsv"
+[ -f "$times" ] || printf 'when\timage\tseconds\tbytes\tid\tbase_image\tcache\n' >"$times"
+
+# The base image must exist locally (no registry is assumed): the local one is made when
+# missing; another one is pulled, and when that fails the local one is used instead.
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  if [ "$BASE_IMAGE" != "$LOCAL_BASE_IMAGE" ]; then
+    log "base image $BASE_IMAGE not present locally; trying to pull it ..."
+    if ! docker pull "$BASE_IMAGE" >&2; then
+      log "cannot get $BASE_IMAGE: falling back to the local base $LOCAL_BASE_IMAGE"
+      BASE_IMAGE="$LOCAL_BASE_IMAGE"
+    fi
+  fi
+  if [ "$BASE_IMAGE" = "$LOCAL_BASE_IMAGE" ] && ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+    "$DOCKER_SCRIPTS_DIR/base-image.sh"
+  fi
+fi
+
+t_stage=$SECONDS
+python3 "$DOCKER_SCRIPTS_DIR/stage_context.py" --wheelhouse "$WHEELHOUSE" --context "$CONTEXT_DIR" \
+  --python "$PYTHON" "${names[@]}"
+log "context staged in $((SECONDS - t_stage)) s ($CONTEXT_DIR)"
+
+common_version="$(component_version common)"
+cache_flag=(); [ "${NO_CACHE:-0}" = 1 ] && cache_flag=(--no-cache)
+
+build() {  # build TAG LOGNAME CONTEXT docker-build-args...
+  local tag="$1" name="$2" ctx="$3"; shift 3
+  local t0=$SECONDS logf="$logdir/build-$name.log"
+  log "building $tag ..."
+  if ! DOCKER_BUILDKIT=1 "$cli" build --network none --progress plain "${cache_flag[@]}" \
+        --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$tag" "$@" "$ctx" >"$logf" 2>&1; then
+    tail -n 30 "$logf" >&2; die "build of $tag failed; log: $logf"
+  fi
+  local dt=$((SECONDS - t0)) size id
+  size="$(docker image inspect -f '{{.Size}}' "$tag")"; id="$(docker image inspect -f '{{.Id}}' "$tag")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$tag" "$dt" "$size" "$id" "$BASE_IMAGE" \
+    "$([ "${NO_CACHE:-0}" = 1 ] && echo none || echo warm-or-cold)" >>"$times"
+  log "built $tag in $dt s, $((size / 1000000)) MB"
+}
+
+for target in python-base common-base torch-base; do
+  build "$IMAGE_PREFIX/$target:$common_version" "$target" "$CONTEXT_DIR/_$target" -f "$DOCKER_SCRIPTS_DIR/Dockerfile.base" --target "$target"
+  docker tag "$IMAGE_PREFIX/$target:$common_version" "$IMAGE_PREFIX/$target:latest"
+done
+
+for n in "${names[@]}"; do
+  v="$(component_version "$n")"
+  tag="$IMAGE_PREFIX/$n:$v"
+  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$REPO_ROOT/components/$n/Dockerfile" --build-arg VERSION="$v"
+  docker tag "$tag" "$IMAGE_PREFIX/$n:latest"
+  if ! out="$(docker run --rm --network none "$tag" --help 2>&1)"; then
+    printf '%s\n' "$out" | tail -n 20 >&2; die "$tag: \`--help\` failed"
+  fi
+  log "checked: docker run --rm --network none $tag --help"
+done

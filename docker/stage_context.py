@@ -1,0 +1,195 @@
+"""Stage the build contexts of the duplexeval images under .build/context.
+
+    python3 docker/stage_context.py --wheelhouse DIR --context ROOT [--python PY] NAME...
+
+ROOT/_<target> (python-base, common-base, torch-base of docker/Dockerfile.base) and ROOT/<name>
+(for components/<name>/Dockerfile) each hold just what that build needs (hard links), changing only what differs (so BuildKit's context
+transfer and layer cache stay warm):
+  constraints.txt            the repo's constraints (torch pin)
+  reqs/<name>/{deps,nodeps}.txt   (reqs/common for the base targets)
+  wheels/<set>/              hard links to just the wheels one install step needs, so that a
+                             new wheel for one component does not invalidate another's layers:
+                             pip, torch, common for the base targets; build (setuptools, wheel)
+                             and <name> for a component
+  src/common/, src/<name>/   sources without build leftovers (components only)
+  schemas/                   the JSON Schemas (components only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+sys.path.insert(0, str(Path(__file__).parent))
+import reqs  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+BASE_TARGETS = ("python-base", "common-base", "torch-base")  # targets of docker/Dockerfile.base
+SKIP_DIRS = {"__pycache__", "build", "dist", "store", "runs", ".pytest_cache", "tests"}
+
+
+def skip(name: str) -> bool:
+    return name in SKIP_DIRS or name.endswith(".egg-info") or name.endswith(".pyc")
+
+
+def sync_tree(src: Path, dst: Path) -> None:
+    """Mirror src into dst: copy changed files, delete extra ones."""
+    dst.mkdir(parents=True, exist_ok=True)
+    want = set()
+    for entry in sorted(src.iterdir()):
+        if skip(entry.name):
+            continue
+        want.add(entry.name)
+        target = dst / entry.name
+        if entry.is_dir():
+            if target.exists() and not target.is_dir():
+                target.unlink()
+            sync_tree(entry, target)
+        elif entry.is_file():
+            if target.is_dir():
+                shutil.rmtree(target)
+            if not (target.exists() and filecmp.cmp(entry, target, shallow=False)):
+                shutil.copy2(entry, target)
+    for extra in dst.iterdir():
+        if extra.name not in want:
+            shutil.rmtree(extra) if extra.is_dir() and not extra.is_symlink() else extra.unlink()
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def link_set(wheelhouse: Path, dst: Path, files: set[str]) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        src, target = wheelhouse / f, dst / f
+        if not src.is_file():
+            sys.exit(f"error: wheel {f} is not in {wheelhouse}: run `make wheelhouse`")
+        if target.exists() and os.path.samefile(src, target):
+            continue
+        if target.exists():
+            target.unlink()
+        try:
+            os.link(src, target)
+        except OSError:
+            shutil.copy2(src, target)
+    for extra in dst.iterdir():
+        if extra.name not in files:
+            extra.unlink()
+
+
+_CACHE: dict[str, list[str]] = {}
+
+
+def _key(wheelhouse: Path, args: list[str]) -> str:
+    h = hashlib.sha256(json.dumps(args).encode())
+    for a in args:
+        if Path(a).is_file():
+            h.update(Path(a).read_bytes())
+    for w in sorted(wheelhouse.glob("*.whl")):
+        h.update(f"{w.name}:{w.stat().st_size}\n".encode())
+    return h.hexdigest()
+
+
+def resolve(py: str, wheelhouse: Path, args: list[str]) -> set[str]:
+    """Wheel file names that `pip install ARGS` takes from the wheelhouse alone."""
+    if not args:
+        return set()
+    key = _key(wheelhouse, args)
+    if key in _CACHE:
+        return set(_CACHE[key])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull  # only the wheelhouse, none of the host's indexes
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [py, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-index",
+               "--disable-pip-version-check", "-q", "--find-links", str(wheelhouse),
+               "--report", str(report), *args]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"error: the wheelhouse cannot satisfy {' '.join(args)}: run `make wheelhouse`\n{r.stderr[-2000:]}")
+        data = json.loads(report.read_text())
+    names = set()
+    for item in data.get("install", []):
+        url = item.get("download_info", {}).get("url", "")
+        names.add(Path(unquote(urlparse(url).path)).name)
+    _CACHE[key] = sorted(names)
+    return names
+
+
+def stage_reqs(wh: Path, py: str, name: str, ctx: Path) -> set[str]:
+    """reqs/<name>/{deps,nodeps}.txt in ctx; returns the wheel files they need."""
+    comp = REPO / "components" / name
+    rdir = ctx / "reqs" / name
+    reqs.main(["split", str(comp / "requirements.txt"), str(rdir)])
+    deps, nodeps = rdir / "deps.txt", rdir / "nodeps.txt"
+    constraints = REPO / "constraints.txt"
+    files = resolve(py, wh, ["-c", str(constraints), "-r", str(deps)]) if deps.read_text().strip() else set()
+    if nodeps.read_text().strip():
+        files |= resolve(py, wh, ["--no-deps", "-r", str(nodeps)])
+    return files
+
+
+def stage(wh: Path, py: str, ctx: Path, component: str | None) -> None:
+    """One context folder: a base target's (component None) or one component's."""
+    constraints = REPO / "constraints.txt"
+    ctx.mkdir(parents=True, exist_ok=True)
+    write_if_changed(ctx / "constraints.txt", constraints.read_text())
+    if component is None:  # base: pip, torch and the common library's dependencies
+        torch_pin = [l.strip() for l in constraints.read_text().splitlines() if l.strip().startswith("torch==")]
+        sets = {"pip": resolve(py, wh, ["pip"]),
+                "torch": resolve(py, wh, ["-c", str(constraints), *torch_pin]),
+                "common": stage_reqs(wh, py, "common", ctx)}
+        srcs, req_names = [], ["common"]
+    else:  # component: its dependencies, then the common library, schemas and its source
+        sync_tree(REPO / "schemas", ctx / "schemas")
+        sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
+                component: stage_reqs(wh, py, component, ctx)}
+        srcs, req_names = ["common", component], [component]
+    for name in srcs:
+        sync_tree(REPO / "components" / name, ctx / "src" / name)
+    for s, files in sets.items():
+        link_set(wh, ctx / "wheels" / s, files)
+    for top, keep in (("wheels", set(sets)), ("src", set(srcs)), ("reqs", set(req_names))):
+        if (ctx / top).is_dir():
+            for extra in (ctx / top).iterdir():
+                if extra.name not in keep:
+                    shutil.rmtree(extra)
+    if component is None and (ctx / "schemas").is_dir():
+        shutil.rmtree(ctx / "schemas")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wheelhouse", type=Path, required=True)
+    ap.add_argument("--context", type=Path, required=True, help="root: one folder per context under it")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    root, wh = a.context, a.wheelhouse.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    cache_file = root / ".resolve-cache.json"
+    if cache_file.is_file():
+        _CACHE.update(json.loads(cache_file.read_text()))
+    # One context folder per build: BuildKit keeps each folder's last transfer and sends only
+    # what changed, so separate folders keep every build's context warm.
+    for target in BASE_TARGETS:
+        stage(wh, a.python, root / f"_{target}", None)
+    for name in a.names:
+        stage(wh, a.python, root / name, name)
+    cache_file.write_text(json.dumps(_CACHE, indent=0, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

