@@ -60,3 +60,12 @@ def test_redact_secrets_but_not_env_names():
     out = redact(cfg)
     assert out["api_key"] == REDACTED and out["nested"][0]["token"] == REDACTED
     assert out["api_key_env"] == "OPENAI_API_KEY" and out["model"] == "m"
+
+
+def test_atomic_writes_are_readable_by_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        jsonio.atomic_write_json(tmp_path / "x.json", {})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o644

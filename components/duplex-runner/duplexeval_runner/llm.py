@@ -4,11 +4,19 @@ The package is located without importing it (importing needs the `llm`
 package, which is not installed). Loading dequantizes the gguf to float32
 and takes tens of seconds on 2 cores, so a runner loads it once per stage.
 Generation is greedy with the model's chat template.
+
+Parsing the gguf dominates that time, so the dequantized model is kept in
+$DUPLEXEVAL_CACHE/models/ keyed by the gguf's sha256 (the orchestrator sets
+it to store/cache): the conversion is deterministic, so the cache changes no
+result, and later stages load it in about a second.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,15 +70,58 @@ class SmolLM:
         t0 = time.perf_counter()
         progress_log(f"[duplex-runner] loading SmolLM2-135M from {self.path.name} "
                      f"(dequantizing the gguf to float32; tens of seconds) ...")
-        d, name = str(self.path.parent), self.path.name
-        self._tok = transformers.AutoTokenizer.from_pretrained(d, gguf_file=name)
-        progress_log(f"[duplex-runner] SmolLM2 tokenizer loaded in {time.perf_counter() - t0:.1f}s; "
-                     f"loading weights ...")
-        self._model = transformers.AutoModelForCausalLM.from_pretrained(d, gguf_file=name,
-                                                                        dtype=torch.float32)
+        cached = self._cache_dir()
+        if cached is not None and (cached / "config.json").is_file():
+            self._tok = transformers.AutoTokenizer.from_pretrained(str(cached))
+            self._model = transformers.AutoModelForCausalLM.from_pretrained(str(cached), dtype=torch.float32)
+        else:
+            d, name = str(self.path.parent), self.path.name
+            self._tok = transformers.AutoTokenizer.from_pretrained(d, gguf_file=name)
+            progress_log(f"[duplex-runner] SmolLM2 tokenizer loaded in {time.perf_counter() - t0:.1f}s; "
+                         f"loading weights ...")
+            self._model = transformers.AutoModelForCausalLM.from_pretrained(d, gguf_file=name,
+                                                                            dtype=torch.float32)
+            if cached is not None:
+                self._save(cached)
         self._model.eval()
         self.load_s = time.perf_counter() - t0
         progress_log(f"[duplex-runner] SmolLM2 loaded in {self.load_s:.1f}s")
+
+    def _cache_dir(self) -> Path | None:
+        root = os.environ.get("DUPLEXEVAL_CACHE")
+        if not root:
+            return None
+        from duplexeval_common.hashing import sha256_file
+        return Path(root) / "models" / f"smollm2-{sha256_file(self.path)[:16]}"
+
+    def _save(self, target: Path) -> None:
+        """Write the dequantized model next to the target, then rename it into place.
+
+        transformers refuses save_pretrained on a gguf-loaded model, so the
+        float32 weights go out through safetensors and the config without its
+        gguf quantization entry.
+        """
+        from safetensors.torch import save_file
+
+        from duplexeval_common.jsonio import atomic_write_json, read_json
+        tmp = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
+            self._tok.save_pretrained(str(tmp))
+            self._model.config.save_pretrained(str(tmp))
+            config = read_json(tmp / "config.json")
+            config.pop("quantization_config", None)
+            atomic_write_json(tmp / "config.json", config)
+            weights = {k: v.contiguous() for k, v in self._model.state_dict().items()}
+            if self._model.config.tie_word_embeddings:
+                weights.pop("lm_head.weight", None)
+            save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+            os.replace(tmp, target)
+        except Exception as exc:  # a read-only or full cache only costs speed
+            progress_log(f"[duplex-runner] could not cache the converted model: {exc}")
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def reply(self, history: list[dict]) -> tuple[str, int]:
         """The assistant's next line for a chat history; (text, new tokens)."""

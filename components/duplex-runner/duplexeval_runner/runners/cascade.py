@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "stop_on_user_speech": True,
     "system_prompt": SYSTEM_PROMPT,
     "max_new_tokens": 40,
-    "llm_threads": 2,
+    "llm_threads": 1,  # torch on 2 threads slows down badly when the other core is busy
     "asr_threads": 2,
     "tts_noise_scale": 0.0,
     "tts_noise_w_scale": 0.0,
