@@ -18,7 +18,7 @@ IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--ima
 setup:
 	@scripts/setup-venv.sh
 
-eval: setup
+eval: setup $(if $(filter docker,$(RUNTIME)),images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
 	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS)
 
