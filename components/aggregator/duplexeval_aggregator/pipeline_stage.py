@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.jsonio import atomic_write_text, read_json
 from duplexeval_common.samples import Inputs
 from duplexeval_common.stage import Stage, StageContext
 
@@ -43,17 +43,18 @@ def link_tree(inputs: Inputs, tree: Path) -> dict[str, str]:
 
 
 def score_stage(sctx: StageContext) -> None:
-    from .errors import InputError
+    from .report import render
     from .score import score_tree
     cache = os.environ.get("DUPLEXEVAL_CACHE")
     with tempfile.TemporaryDirectory(prefix="duplexeval-tree-") as tmp:
         tree = Path(tmp)
         failures = link_tree(sctx.inputs, tree)
-        try:
-            score_tree(tree, sctx.output, sctx.config.get("icc_gt"),
-                       Path(cache) / "vad" if cache else tree / ".vad-cache", failures=failures)
-        except InputError as exc:
-            raise DuplexEvalError(str(exc)) from None
+        score_tree(tree, sctx.output, sctx.config.get("icc_gt"),
+                   Path(cache) / "vad" if cache else tree / ".vad-cache", failures=failures)
+    unified = read_json(sctx.output / "unified.json")
+    atomic_write_text(sctx.output / "report.md", "# duplexeval report\n\n"
+                      "Official-compatible and unified Full-Duplex-Bench v1.0 metrics "
+                      "(docs/metrics.md explains each).\n\n```\n" + render(unified) + "```\n")
 
 
 def make_stage(config: dict) -> Stage:

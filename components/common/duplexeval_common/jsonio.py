@@ -57,6 +57,31 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, dumps(obj))
 
 
+def atomic_write_many(files: dict) -> None:
+    """Write several files all or nothing: every temporary first, then the renames.
+
+    A failure before the renames leaves no target touched and no temporary behind.
+    """
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, content in files.items():
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            temps.append((tmp, path))
+            os.fchmod(fd, 0o666 & ~_umask())
+            with os.fdopen(fd, "wb") as f:
+                f.write(content.encode() if isinstance(content, str) else content)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+
+
 def read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)

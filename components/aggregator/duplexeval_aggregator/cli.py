@@ -1,0 +1,80 @@
+"""`aggregator fdb-v1` (score a tree) and `aggregator compare` (two scored runs, paired)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import InputError
+
+
+@click.group()
+def main() -> None:
+    """duplexeval aggregator: Full-Duplex-Bench v1.0 scoring (official-compatible and unified)."""
+
+
+@main.command("fdb-v1")
+@click.option("--tree", type=click.Path(path_type=Path), required=True,
+              help="Tree in the official v1.0 layout: <subset>/<id>/ with input.wav, output.wav, ...")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Folder for metrics.json, unified.json and unified-samples.jsonl.")
+@click.option("--icc-gt", type=click.Path(path_type=Path), default=None,
+              help="ICC ground-truth distribution (official icc_gt_distribution.json format).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="VAD probability cache (default $DUPLEXEVAL_CACHE/vad or OUT/.cache/vad).")
+@click.option("--jobs", type=int, default=None, help="VAD worker processes (default: all cores).")
+@click.option("--vad-backend", type=click.Choice(["onnx", "jit"]), default="onnx", show_default=True,
+              help="Silero model file: silero_vad.onnx or the JIT model the official script loads.")
+@click.option("--official-only", is_flag=True, help="Only the official column (no unified VAD).")
+@click.option("--quiet", is_flag=True, help="No report and no progress.")
+def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, jobs: int | None,
+           vad_backend: str, official_only: bool, quiet: bool) -> None:
+    """Score a Full-Duplex-Bench v1.0 tree."""
+    from .report import render
+    from .score import build
+    from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
+    try:
+        metrics, uni, rows = build(tree, icc_gt, cache_dir, out, vad_backend, jobs, None, quiet,
+                                   official_only)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
+               out / "unified-samples.jsonl": jsonl(rows)})
+    if not quiet:
+        click.echo(render(uni), nl=False)
+
+
+@main.command("compare")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--json-out", type=click.Path(path_type=Path), default=None,
+              help="Also write the comparison as JSON.")
+def compare_cmd(a: Path, b: Path, json_out: Path | None) -> None:
+    """Paired comparison of two scored output folders (B minus A)."""
+    from .compare import compare, render
+    from duplexeval_common.jsonio import atomic_write_many as write_all, dumps
+    try:
+        result = compare(a, b)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if json_out:
+        write_all({json_out: dumps(result)})
+    click.echo(render(result), nl=False)
+
+
+
+def _pipeline_stage():
+    # `aggregator run`: the pipeline stage (stage contract of duplexeval_common).
+    from duplexeval_common.cli import run_command
+    from .pipeline_stage import make_stage
+    return run_command(make_stage)
+
+
+main.add_command(_pipeline_stage())
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""score_tree: load a tree, run the VAD (cached), compute both columns, write three files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import soundfile as sf
+
+from . import DEFINITIONS, __version__, official, summary, unified_interrupt, unified_pause, unified_turns
+from .errors import InputError
+from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
+from .schemas import validate
+from .timebase import to_us
+from .tree import (NO_SUBSET, Sample, check_manifest_hashes, discover_subsets, load_sample, manifest_samples,
+                   read_json, select_samples, task_of, upstream_failures)
+from .vad import FEED_OFFICIAL, OFFICIAL_SETTINGS, SR, UNIFIED_SETTINGS, model_info, official_segments, \
+    unified_feed, unified_segments
+from .vadcache import Job, ProbStore, ensure, hash_files, sha256_file
+
+
+def default_cache_dir(out: Path) -> Path:
+    env = os.environ.get("DUPLEXEVAL_CACHE")
+    return Path(env) / "vad" if env else Path(out) / ".cache" / "vad"
+
+
+def _load_samples(tree: Path, failures: dict[str, str]) -> dict[str, list[Sample]]:
+    manifest = manifest_samples(tree)
+    names = dict(discover_subsets(tree))
+    for sub in (manifest or {}):
+        if task_of(sub):
+            names.setdefault(sub, task_of(sub))
+    if not names:
+        raise InputError(str(tree), NO_SUBSET)
+    fails = {**upstream_failures(tree), **(failures or {})}
+    out = {}
+    for subset in sorted(names):
+        task = names[subset]
+        samples = select_samples(tree, subset, task, manifest, fails)
+        rows = {str(r["id"]): r for r in (manifest or {}).get(subset, [])}
+        for s in samples:
+            if s.eligible and task != "backchannel":
+                load_sample(s)
+            if s.id in rows and s.dir.is_dir():
+                check_manifest_hashes(s, rows[s.id], sha256_file)
+        out[subset] = samples
+    return out
+
+
+def _judge(tree: Path) -> dict | None:
+    p = tree / "judge.json"
+    if not p.is_file():
+        return None
+    j = read_json(p, "judge.json")
+    if not isinstance(j, dict) or not isinstance(j.get("judge"), str) \
+            or not isinstance(j.get("official"), bool):
+        raise InputError("judge.json", 'expected {"judge": name, "model": ..., "official": bool}')
+    return j
+
+
+def _vad_jobs(tree: Path, samples: dict[str, list[Sample]]) -> tuple[list, list]:
+    """(path, feed, owner) for every file the two columns need VAD on."""
+    unified, official_ = [], []
+    for subset, ss in samples.items():
+        task = ss[0].task if ss else task_of(subset)
+        if task == "user_interruption":
+            for s in ss:
+                if s.eligible:
+                    unified.append((s.dir / "output.wav", unified_feed(s.output_sr, s.output_channels), s))
+        elif task == "backchannel" and (tree / subset).is_dir():
+            for spk in official.backchannel_ids(tree / subset):
+                p = tree / subset / spk / "output.wav"
+                if p.is_file():
+                    try:
+                        info = sf.info(str(p))
+                    except RuntimeError as exc:
+                        raise InputError(f"{subset}/{spk}", f"output.wav is not readable audio ({exc})") from None
+                    if info.channels != 1:
+                        raise InputError(f"{subset}/{spk}", f"output.wav has {info.channels} channels; "
+                                         "the official evaluator needs mono")
+                    official_.append((p, FEED_OFFICIAL, (subset, spk, info.frames, info.samplerate)))
+    return unified, official_
+
+
+def _probabilities(jobs_u, jobs_o, cache_dir: Path, backend: str, workers: int, quiet: bool) -> dict:
+    paths = [p for p, _, _ in jobs_u + jobs_o]
+    shas = hash_files(paths, workers)
+    jobs = [Job(p, shas[p], feed, s.T_us / 1e6) for p, feed, s in jobs_u]
+    jobs += [Job(p, shas[p], feed, frames / SR) for p, feed, (_, _, frames, _sr) in jobs_o]  # fed as 16 kHz
+    probs = ensure(jobs, ProbStore(cache_dir, backend), workers, quiet) if jobs else {}
+    return {(p, feed): probs[(shas[p], feed)] for p, feed, _ in jobs_u + jobs_o}
+
+
+def _official(tree: Path, subset: str, task: str, segs: dict, gt: dict | None, judge: dict | None):
+    d = tree / subset
+    if not d.is_dir():
+        return {}, [f"{subset}: no folder; no official numbers"]
+    if task == "pause_handling":
+        vals, notes, _ = official.pause_handling(d)
+    elif task == "smooth_turn_taking":
+        vals, notes, _ = official.smooth_turn_taking(d)
+    elif task == "user_interruption":
+        vals, notes, _ = official.user_interruption(d, judged=judge is not None)
+    else:
+        vals, notes, _ = official.backchannel(d, segs.get(subset, {}), gt)
+    return vals, notes
+
+
+def _rows(task: str, samples: list[Sample], vad_segs: dict) -> list[dict]:
+    if task == "pause_handling":
+        return [unified_pause.row(s) for s in samples]
+    if task == "smooth_turn_taking":
+        return [unified_turns.row(s) for s in samples]
+    if task == "user_interruption":
+        return [unified_interrupt.row(s, vad_segs.get(s.key)) for s in samples]
+    return []
+
+
+def _interrupt_segments(s: Sample, probs_n) -> list[tuple[int, int, bool]]:
+    probs, n = probs_n
+    out = []
+    for a, b, open_end in unified_segments(probs, n):
+        a_us = min(to_us(a / SR), s.T_us)
+        b_us = min(to_us(b / SR), s.T_us)
+        out.append((a_us, b_us, open_end))
+    return out
+
+
+def vad_record(backend: str) -> dict:
+    info = {k: v for k, v in model_info(backend).items() if k != "path"}
+    return {**info,
+            "unified": {**UNIFIED_SETTINGS, "sampling_rate": SR,
+                        "input": "output.wav as 16 kHz mono: 16 kHz as is, multiples of 16 kHz "
+                                 "decimated as silero does, other rates by scipy resample_poly; "
+                                 "channels averaged"},
+            "official": {**OFFICIAL_SETTINGS, "sampling_rate": SR,
+                         "input": "output.wav samples unchanged, taken as 16 kHz"}}
+
+
+def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
+          out: Path | None = None, vad_backend: str = "onnx", jobs: int | None = None,
+          failures: dict[str, str] | None = None, quiet: bool = False,
+          official_only: bool = False) -> tuple[dict, dict, list]:
+    """Compute (metrics, unified, rows) for a tree without writing anything but the VAD cache.
+
+    official_only skips the unified column (and its VAD): unified metrics are {} and no rows.
+    """
+    tree = Path(tree)
+    workers = jobs or os.cpu_count() or 1
+    samples = _load_samples(tree, failures or {})
+    judge = _judge(tree)
+    if icc_gt is None and (tree / "icc_gt_distribution.json").is_file():
+        icc_gt = tree / "icc_gt_distribution.json"
+    gt = read_json(Path(icc_gt), str(icc_gt)) if icc_gt else None
+    if icc_gt and not Path(icc_gt).is_file():
+        raise InputError(str(icc_gt), "ICC ground-truth file not found")
+
+    jobs_u, jobs_o = _vad_jobs(tree, samples)
+    if official_only:
+        jobs_u = []
+    cache = Path(cache_dir) if cache_dir else default_cache_dir(Path(out or tree))
+    probs = _probabilities(jobs_u, jobs_o, cache, vad_backend, workers, quiet)
+    vad_segs = {s.key: _interrupt_segments(s, probs[(p, feed)]) for p, feed, s in jobs_u}
+    off_segs: dict[str, dict] = {}
+    for p, feed, (subset, spk, frames, sr) in jobs_o:
+        pr, n = probs[(p, feed)]
+        off_segs.setdefault(subset, {})[spk] = (official_segments(pr, n), frames, sr)
+
+    metrics = {"definitions": DEFINITIONS, "subsets": {}}
+    uni = {"definitions": DEFINITIONS,
+           "generator": {"package": "duplexeval-aggregator", "version": __version__},
+           "inputs": {"manifest_sha256": sha256_file(tree / "manifest.json")
+                      if (tree / "manifest.json").is_file() else None,
+                      "asr_sha256": sha256_file(tree / "asr.json") if (tree / "asr.json").is_file() else None,
+                      "icc_gt_sha256": sha256_file(Path(icc_gt)) if icc_gt else None,
+                      "judge": judge},
+           "vad": vad_record(vad_backend),
+           "subsets": {}}
+    all_rows: list[dict] = []
+    for subset, ss in samples.items():
+        task = task_of(subset)
+        rows = [] if official_only else _rows(task, ss, vad_segs)
+        off, notes = _official(tree, subset, task, off_segs, gt, judge)
+        um = summary.unified_metrics(task, rows) if rows else {}
+        cnt = summary.counts(task, rows) if rows else summary.counts(task, [
+            {"eligible": s.eligible, "reasons": s.reasons} for s in ss], base_only=True)
+        cov = cnt["eligible"] / cnt["selected"] if cnt["selected"] else None
+        metrics["subsets"][subset] = {"n": len(ss), "official": off, "unified": um,
+                                      "counts": cnt, "coverage": cov}
+        entry = {"task": task, "n": len(ss), "counts": cnt, "coverage": cov, "metrics": um,
+                 "official": off, "official_notes": notes}
+        if task in ("smooth_turn_taking", "user_interruption"):
+            entry["min_observable_s"] = summary.min_observable_s(rows)
+        if task == "user_interruption":
+            entry["rating_label"] = None if judge is None else (
+                "official" if judge.get("official") else str(judge.get("model") or judge.get("judge")))
+        uni["subsets"][subset] = entry
+        all_rows += rows
+    validate("metrics", metrics, "metrics.json")
+    validate("unified", uni, "unified.json")
+    for r in all_rows:
+        validate("unified-sample", r, f"unified-samples.jsonl row {r['sample_id']}")
+    return metrics, uni, all_rows
+
+
+def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
+               *, vad_backend: str = "onnx", jobs: int | None = None,
+               failures: dict[str, str] | None = None, quiet: bool = False,
+               official_only: bool = False) -> dict:
+    """Score a Full-Duplex-Bench v1.0 tree into out/{metrics.json, unified.json, unified-samples.jsonl}.
+
+    failures maps "subset/id" to a reason (e.g. "failed:duplex-runner") for samples an
+    upstream stage failed; those samples are ineligible. Returns the metrics.json content.
+    Raises InputError (bad input, nothing written).
+    """
+    out = Path(out)
+    metrics, uni, rows = build(Path(tree), icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet,
+                               official_only)
+    write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
+               out / "unified-samples.jsonl": jsonl(rows)})
+    if not quiet:
+        print(f"[aggregator] wrote {out}/metrics.json, unified.json, unified-samples.jsonl",
+              file=sys.stderr)
+    return metrics

@@ -1,0 +1,263 @@
+"""Loading a Full-Duplex-Bench v1.0 tree: subsets, samples, eligibility and the load-time checks.
+
+A sample is ineligible (listed with its reasons, never dropped) when a file it needs is
+missing or a status file says a stage failed. An eligible sample whose times fail a check
+stops the whole run with the sample id and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import soundfile as sf
+
+from .errors import InputError
+from .timebase import is_number, to_us
+
+TASK_SUFFIXES = (("pause_handling", "pause_handling"), ("turn_taking", "smooth_turn_taking"),
+                 ("backchannel", "backchannel"), ("user_interruption", "user_interruption"))
+ANNOTATION = {"pause_handling": "pause.json", "smooth_turn_taking": "turn_taking.json",
+              "user_interruption": "interrupt.json", "backchannel": None}
+STATUS_FILES = ("status.json", "runner.json", "transcript.json", "asr.json")
+OK_STATUSES = {"ok", "success", "succeeded", "done", "completed"}
+
+
+def task_of(subset: str) -> str | None:
+    for suffix, task in TASK_SUFFIXES:
+        if subset.endswith(suffix):
+            return task
+    return None
+
+
+@dataclass
+class Sample:
+    subset: str
+    id: str
+    task: str
+    dir: Path
+    reasons: list[str] = field(default_factory=list)
+    T_us: int | None = None
+    words: list[tuple[int, int]] = field(default_factory=list)  # (start_us, end_us), by start
+    pauses: list[tuple[int, int]] = field(default_factory=list)
+    E_us: int | None = None
+    S_us: int | None = None
+    R_us: int | None = None
+    output_sr: int | None = None
+    output_channels: int | None = None
+    rating: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.subset}/{self.id}"
+
+    @property
+    def eligible(self) -> bool:
+        return not self.reasons
+
+
+def sort_key(sample_id: str) -> tuple:
+    return (0, int(sample_id), sample_id) if sample_id.isdigit() else (1, 0, sample_id)
+
+
+def read_json(path: Path, where: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(where, f"{path.name} is not valid JSON ({exc})") from None
+
+
+def discover_subsets(tree: Path) -> list[tuple[str, str]]:
+    if not tree.is_dir():
+        raise InputError(str(tree), "tree folder does not exist")
+    return sorted((p.name, task_of(p.name)) for p in tree.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and task_of(p.name))
+
+
+NO_SUBSET = ("no subset folder (names ending with pause_handling, turn_taking, backchannel "
+             "or user_interruption)")
+
+
+def upstream_failures(tree: Path) -> dict[str, str]:
+    """Failures recorded at the tree root: stage.json / status.json {"samples": {key: {status}}}."""
+    out: dict[str, str] = {}
+    for name in ("stage.json", "status.json"):
+        p = tree / name
+        if not p.is_file():
+            continue
+        rec = read_json(p, name)
+        samples = rec.get("samples", {}) if isinstance(rec, dict) else {}
+        who = rec.get("component", name.split(".")[0]) if isinstance(rec, dict) else name
+        for key, st in samples.items():
+            if isinstance(st, dict) and st.get("status", "ok") not in OK_STATUSES:
+                out.setdefault(key, f"failed:{who}")
+    return out
+
+
+def reason_code(text: str) -> str:
+    """A short, countable reason for an upstream failure given as free text.
+
+    "failed:runner" stays; "failed upstream in duplex-runner: timeout" becomes
+    "failed:duplex-runner"; anything else "failed:upstream".
+    """
+    if re.fullmatch(r"[a-z]+:[A-Za-z0-9_.-]+", text):
+        return text
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", text):
+        return f"failed:{text}"
+    m = re.search(r"\bin ([A-Za-z0-9_.-]+)", text)
+    return f"failed:{m.group(1).rstrip(':.')}" if m else "failed:upstream"
+
+
+def manifest_samples(tree: Path) -> dict[str, list[dict]] | None:
+    p = tree / "manifest.json"
+    if not p.is_file():
+        return None
+    rows = read_json(p, "manifest.json")
+    if not isinstance(rows, dict) or not isinstance(rows.get("samples"), list):
+        raise InputError("manifest.json", "has no samples list")
+    by: dict[str, list[dict]] = {}
+    for r in rows["samples"]:
+        by.setdefault(str(r["subset"]), []).append(r)
+    return by
+
+
+def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
+                   failures: dict[str, str]) -> list[Sample]:
+    sub = tree / subset
+    if manifest is not None and subset in manifest:
+        ids = [str(r["id"]) for r in manifest[subset]]
+    else:
+        ids = [p.name for p in sub.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    samples = []
+    for sid in sorted(set(ids), key=sort_key):
+        s = Sample(subset, sid, task, sub / sid)
+        if not s.dir.is_dir():
+            s.reasons.append("missing:sample folder")
+        else:
+            need = ["input.wav", ANNOTATION[task], "output.wav", "output.json"]
+            s.reasons += [f"missing:{n}" for n in need if n and not (s.dir / n).is_file()]
+            for name in STATUS_FILES:
+                p = s.dir / name
+                if p.is_file():
+                    st = read_json(p, s.key)
+                    if isinstance(st, dict) and "status" in st and st["status"] not in OK_STATUSES:
+                        s.reasons.append(f"failed:{name[:-5]}")
+        if s.key in failures:
+            s.reasons.append(reason_code(failures[s.key]))
+        s.reasons = sorted(set(s.reasons))
+        samples.append(s)
+    return samples
+
+
+def check_manifest_hashes(s: Sample, row: dict, sha256_file) -> None:
+    for name, digest in sorted((row.get("files") or {}).items()):
+        p = s.dir / name
+        if name in ("input.wav", ANNOTATION[s.task]) and p.is_file() and sha256_file(p) != digest:
+            raise InputError(s.key, f"{name} differs from manifest.json")
+
+
+# ---- load-time checks of an eligible sample ----
+
+def _wav_info(path: Path, where: str):
+    try:
+        return sf.info(str(path))
+    except RuntimeError as exc:
+        raise InputError(where, f"{path.name} is not readable audio ({exc})") from None
+
+
+def _time(x, where: str, what: str) -> int:
+    if not is_number(x):
+        raise InputError(where, f"{what} is not a number ({x!r})")
+    return to_us(x)
+
+
+def _inside(t: int, T: int, where: str, what: str) -> None:
+    if not 0 <= t <= T:
+        raise InputError(where, f"{what} {t / 1e6:.6f} s is outside the window [0, {T / 1e6:.6f}]")
+
+
+def _annotation_items(obj, where: str, name: str) -> list:
+    if not isinstance(obj, list) or not obj:
+        raise InputError(where, f"{name} lists nothing")
+    for i, it in enumerate(obj):
+        ts = it.get("timestamp") if isinstance(it, dict) else None
+        if not isinstance(ts, list) or len(ts) < 2:
+            raise InputError(where, f"{name} item {i} has no [start, end] timestamp")
+    return obj
+
+
+def load_words(s: Sample) -> None:
+    out = read_json(s.dir / "output.json", s.key)
+    chunks = out.get("chunks") if isinstance(out, dict) else None
+    if not isinstance(chunks, list):
+        raise InputError(s.key, "output.json has no chunks list")
+    words = []
+    for i, c in enumerate(chunks):
+        ts = c.get("timestamp") if isinstance(c, dict) else None
+        if not isinstance(ts, list) or len(ts) < 2:
+            raise InputError(s.key, f"output.json word {i} has no [start, end] timestamp")
+        if ts[0] is None:
+            raise InputError(s.key, f"output.json word {i} has no start time")
+        a = _time(ts[0], s.key, f"output.json word {i} start")
+        b = a if ts[1] is None else _time(ts[1], s.key, f"output.json word {i} end")
+        if b < a:
+            raise InputError(s.key, f"output.json word {i} ends ({b / 1e6:.6f} s) before it starts "
+                                    f"({a / 1e6:.6f} s)")
+        _inside(a, s.T_us, s.key, f"output.json word {i} starts at")
+        words.append((a, b))
+    s.words = sorted(words)
+
+
+def load_sample(s: Sample) -> None:
+    """Read an eligible sample's times and check them; raises InputError on the first problem."""
+    info = _wav_info(s.dir / "input.wav", s.key)
+    s.T_us = to_us(info.frames / info.samplerate)
+    out = _wav_info(s.dir / "output.wav", s.key)
+    s.output_sr, s.output_channels = out.samplerate, out.channels
+    load_words(s)
+    ann = ANNOTATION[s.task]
+    if s.task == "pause_handling":
+        items = _annotation_items(read_json(s.dir / ann, s.key), s.key, ann)
+        prev_end = None
+        for i, it in enumerate(items):
+            a = _time(it["timestamp"][0], s.key, f"pause {i} start")
+            b = _time(it["timestamp"][1], s.key, f"pause {i} end")
+            _inside(a, s.T_us, s.key, f"pause {i} starts at")
+            _inside(b, s.T_us, s.key, f"pause {i} ends at")
+            if a > b:
+                raise InputError(s.key, f"pause {i} ends before it starts")
+            if prev_end is not None and a < prev_end:
+                raise InputError(s.key, f"pause {i} starts before pause {i - 1} ends "
+                                        "(pauses must be sorted and not overlap)")
+            prev_end = b
+            s.pauses.append((a, b))
+    elif s.task == "smooth_turn_taking":
+        items = _annotation_items(read_json(s.dir / ann, s.key), s.key, ann)
+        s.E_us = _time(items[0]["timestamp"][0], s.key, "turn end E")
+        _inside(s.E_us, s.T_us, s.key, "turn end E at")
+    elif s.task == "user_interruption":
+        items = _annotation_items(read_json(s.dir / ann, s.key), s.key, ann)
+        s.S_us = _time(items[0]["timestamp"][0], s.key, "interruption onset S")
+        s.R_us = _time(items[0]["timestamp"][1], s.key, "interruption end R")
+        _inside(s.S_us, s.T_us, s.key, "interruption onset S at")
+        _inside(s.R_us, s.T_us, s.key, "interruption end R at")
+        if s.S_us > s.R_us:
+            raise InputError(s.key, "interruption onset S is after its end R")
+        for a, _ in s.words:
+            if a < s.R_us:
+                raise InputError(s.key, f"output.json word starts at {a / 1e6:.6f} s, before the "
+                                        f"interruption end R = {s.R_us / 1e6:.6f} s")
+        # output.wav must hold T seconds of samples (to within one output sample)
+        if abs(out.frames * info.samplerate - info.frames * out.samplerate) > info.samplerate:
+            raise InputError(s.key, f"output.wav lasts {out.frames / out.samplerate:.6f} s, "
+                                    f"input.wav {info.frames / info.samplerate:.6f} s")
+        r = s.dir / "rating.json"
+        if r.is_file():
+            obj = read_json(r, s.key)
+            rating = obj.get("rating") if isinstance(obj, dict) else None
+            if not isinstance(rating, int) or isinstance(rating, bool) or not 0 <= rating <= 5:
+                raise InputError(s.key, f"rating.json has no integer rating in 0..5 ({rating!r})")
+            s.rating = rating
