@@ -37,6 +37,9 @@ def test_tree_hash_changes_with_content_and_ignores_caches(tmp_path):
     (tmp_path / "pkg" / "__pycache__").mkdir()
     (tmp_path / "pkg" / "__pycache__" / "m.pyc").write_bytes(b"junk")
     assert hashing.sha256_tree(tmp_path / "pkg") == h1
+    (tmp_path / "pkg" / "Dockerfile").write_text("FROM x\n")  # packaging, not computation
+    (tmp_path / "pkg" / "README.md").write_text("docs\n")
+    assert hashing.sha256_tree(tmp_path / "pkg") == h1
     (tmp_path / "pkg" / "m.py").write_text("x = 2\n")
     assert hashing.sha256_tree(tmp_path / "pkg") != h1
 

@@ -10,7 +10,9 @@ from .jsonio import canonical_bytes
 
 _CHUNK = 1 << 20
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git"}
-_SKIP_SUFFIXES = {".pyc", ".pyo", ".tmp"}
+_SKIP_SUFFIXES = {".pyc", ".pyo", ".tmp", ".md"}
+# Files that never change what a component computes in the local runtime.
+_SKIP_NAMES = {"Dockerfile", ".dockerignore"}
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -32,7 +34,7 @@ def sha256_json(obj: Any) -> str:
 def _tree_files(root: Path) -> Iterable[Path]:
     for p in sorted(root.rglob("*")):
         if p.is_file() and not (set(p.relative_to(root).parts) & _SKIP_DIRS) \
-                and p.suffix not in _SKIP_SUFFIXES and not p.name.endswith(".egg-info"):
+                and p.suffix not in _SKIP_SUFFIXES and p.name not in _SKIP_NAMES:
             yield p
 
 
