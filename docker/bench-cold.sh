@@ -35,7 +35,8 @@ step base-image "$here/base-image.sh"
 step wheelhouse "$here/wheelhouse.sh"
 step images-cold "$here/build-image.sh" --all
 step images-warm "$here/build-image.sh" --all
-for img in "$LOCAL_BASE_IMAGE" $(docker images --filter dangling=false --format '{{.Repository}}:{{.Tag}}' | grep -v ':latest$' | sort); do
+# sizes of the versioned images (the <name>-install ones have the same layers as <name>)
+for img in "$LOCAL_BASE_IMAGE" $(docker images --filter dangling=false --format '{{.Repository}}:{{.Tag}}' | grep -v -e ':latest$' -e '-install:' | sort); do
   printf 'size %s\t%s MB\n' "$img" "$(( $(docker image inspect -f '{{.Size}}' "$img") / 1000000 ))" | tee -a "$out" >&2
 done
 printf 'disk images (shared layers once)\t%s\n' "$(docker system df --format '{{.Type}} {{.Size}}' | awk '$1=="Images"{print $2}')" | tee -a "$out" >&2

@@ -3,6 +3,11 @@
 #   docker/build-image.sh bases          duplexeval/python-base, common-base, torch-base
 #   docker/build-image.sh NAME [NAME..]  the bases, then duplexeval/NAME:<version> (+ :latest)
 #   docker/build-image.sh --all          every component that has a Dockerfile
+# A component is built in two steps: docker/Dockerfile.component (the install steps every
+# component shares) installs it on duplexeval/torch-base when its requirements need torch, else
+# on duplexeval/common-base, giving the intermediate image duplexeval/NAME-install:<version>;
+# components/NAME/Dockerfile then adds its title label and entrypoint on top (build argument
+# INSTALLED), giving duplexeval/NAME:<version>.
 # Every component image is checked with `docker run --rm --network none IMAGE --help`.
 # Env: BASE_IMAGE (default duplexeval/base:bookworm-py311; python:3.11-slim-bookworm where a
 # registry is reachable), NO_CACHE=1 (rebuild every layer), PYTHON (for the staging's pip).
@@ -18,14 +23,13 @@ elif [ "$1" = "bases" ]; then
 else
   names=("$@")
 fi
+declare -A parent  # the base each component is installed on: torch-base exactly when it needs torch
 for n in "${names[@]}"; do
-  df="$REPO_ROOT/components/$n/Dockerfile"
-  [ -f "$df" ] || die "no components/$n/Dockerfile"
-  # the parent must match the requirements: torch-base exactly when torch is required
+  [ -f "$REPO_ROOT/components/$n/Dockerfile" ] || die "no components/$n/Dockerfile"
   if python3 "$DOCKER_SCRIPTS_DIR/reqs.py" has "$REPO_ROOT/components/$n/requirements.txt" torch; then
-    grep -q '^ARG PARENT=.*/torch-base:' "$df" || die "components/$n requires torch: its Dockerfile must use ARG PARENT=duplexeval/torch-base:latest"
+    parent[$n]=torch-base
   else
-    grep -q '^ARG PARENT=.*/common-base:' "$df" || log "note: components/$n needs no torch; duplexeval/common-base:latest would be a smaller parent"
+    parent[$n]=common-base
   fi
 done
 
@@ -83,8 +87,12 @@ done
 
 for n in "${names[@]}"; do
   v="$(component_version "$n")"
-  tag="$IMAGE_PREFIX/$n:$v"
-  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$REPO_ROOT/components/$n/Dockerfile" --build-arg VERSION="$v"
+  installed="$IMAGE_PREFIX/$n-install:$v" tag="$IMAGE_PREFIX/$n:$v"
+  build "$installed" "$n-install" "$CONTEXT_DIR/$n" -f "$DOCKER_SCRIPTS_DIR/Dockerfile.component" \
+    --build-arg PARENT="$IMAGE_PREFIX/${parent[$n]}:$common_version" --build-arg COMPONENT="$n" \
+    --build-arg VERSION="$v"
+  docker tag "$installed" "$IMAGE_PREFIX/$n-install:latest"
+  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$REPO_ROOT/components/$n/Dockerfile" --build-arg INSTALLED="$installed"
   docker tag "$tag" "$IMAGE_PREFIX/$n:latest"
   if ! out="$(docker run --rm --network none "$tag" --help 2>&1)"; then
     printf '%s\n' "$out" | tail -n 20 >&2; die "$tag: \`--help\` failed"

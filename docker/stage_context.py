@@ -3,16 +3,20 @@
     python3 docker/stage_context.py --wheelhouse DIR --context ROOT [--python PY] NAME...
 
 ROOT/_<target> (python-base, common-base, torch-base of docker/Dockerfile.base) and ROOT/<name>
-(for components/<name>/Dockerfile) each hold just what that build needs (hard links), changing only what differs (so BuildKit's context
+(docker/Dockerfile.component with COMPONENT=<name>, then components/<name>/Dockerfile) each hold
+just what that build needs (hard links), changing only what differs (so BuildKit's context
 transfer and layer cache stay warm):
   constraints.txt            the repo's constraints (torch pin)
-  reqs/<name>/{deps,nodeps}.txt   (reqs/common for the base targets)
+  reqs/<req>/{deps,nodeps}.txt    reqs/common for the base targets, reqs/component for a component
   wheels/<set>/              hard links to just the wheels one install step needs, so that a
                              new wheel for one component does not invalidate another's layers:
                              pip, torch, common for the base targets; build (setuptools, wheel)
-                             and <name> for a component
-  src/common/, src/<name>/   sources without build leftovers (components only)
+                             and component for a component
+  src/common/, src/component/   sources without build leftovers (components only)
   schemas/                   the JSON Schemas (components only)
+A component's folders are named `component`, not <name>: docker/Dockerfile.component is one file
+for every component, and the engine's built-in Dockerfile frontend expands no variables in
+RUN --mount options.
 """
 
 from __future__ import annotations
@@ -128,10 +132,9 @@ def resolve(py: str, wheelhouse: Path, args: list[str]) -> set[str]:
     return names
 
 
-def stage_reqs(wh: Path, py: str, name: str, ctx: Path) -> set[str]:
-    """reqs/<name>/{deps,nodeps}.txt in ctx; returns the wheel files they need."""
+def stage_reqs(wh: Path, py: str, name: str, rdir: Path) -> set[str]:
+    """rdir/{deps,nodeps}.txt from components/<name>; returns the wheel files they need."""
     comp = REPO / "components" / name
-    rdir = ctx / "reqs" / name
     reqs.main(["split", str(comp / "requirements.txt"), str(rdir)])
     deps, nodeps = rdir / "deps.txt", rdir / "nodeps.txt"
     constraints = REPO / "constraints.txt"
@@ -150,15 +153,15 @@ def stage(wh: Path, py: str, ctx: Path, component: str | None) -> None:
         torch_pin = [l.strip() for l in constraints.read_text().splitlines() if l.strip().startswith("torch==")]
         sets = {"pip": resolve(py, wh, ["pip"]),
                 "torch": resolve(py, wh, ["-c", str(constraints), *torch_pin]),
-                "common": stage_reqs(wh, py, "common", ctx)}
-        srcs, req_names = [], ["common"]
+                "common": stage_reqs(wh, py, "common", ctx / "reqs" / "common")}
+        srcs, req_names = {}, ["common"]
     else:  # component: its dependencies, then the common library, schemas and its source
         sync_tree(REPO / "schemas", ctx / "schemas")
         sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
-                component: stage_reqs(wh, py, component, ctx)}
-        srcs, req_names = ["common", component], [component]
-    for name in srcs:
-        sync_tree(REPO / "components" / name, ctx / "src" / name)
+                "component": stage_reqs(wh, py, component, ctx / "reqs" / "component")}
+        srcs, req_names = {"common": "common", "component": component}, ["component"]
+    for dest, name in srcs.items():  # src/<dest> from components/<name>
+        sync_tree(REPO / "components" / name, ctx / "src" / dest)
     for s, files in sets.items():
         link_set(wh, ctx / "wheels" / s, files)
     for top, keep in (("wheels", set(sets)), ("src", set(srcs)), ("reqs", set(req_names))):
