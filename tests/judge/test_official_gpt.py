@@ -19,7 +19,7 @@ from duplexeval_judge.official_gpt import SYSTEM_PROMPT, parse_answer
 from ..conftest import command, write_stage
 from .test_judge import INTERRUPT, _out
 
-SECRET = "sk-test-secret-never-written"
+SECRET = "test-secret-value-never-written"
 
 
 class ChatServer(HTTPServer):
