@@ -77,8 +77,11 @@ def test_bad_entry_fails_only_its_sample(tmp_path):
         "synthetic_turn_taking/0": "ok", "synthetic_turn_taking/1": "failed",
         "synthetic_turn_taking/2": "failed", "synthetic_user_interruption/0": "ok"}
     manifest = read_json(tmp_path / "out" / "manifest.json")
-    assert [(s["subset"], s["id"]) for s in manifest["samples"]] == \
-        [("synthetic_turn_taking", "0"), ("synthetic_user_interruption", "0")]
+    # the failed sample stays listed, marked failed, so later stages count it instead of losing it
+    assert [(s["subset"], s["id"], s.get("status", "ok")) for s in manifest["samples"]] == \
+        [("synthetic_turn_taking", "0", "ok"), ("synthetic_turn_taking", "1", "failed"),
+         ("synthetic_turn_taking", "2", "failed"),
+         ("synthetic_user_interruption", "0", "ok")]
     # the configured official timing: 7 s gap, 15 s trailing
     d = tmp_path / "out" / "samples" / "synthetic_user_interruption" / "0"
     s, r_ = read_json(d / "interrupt.json")[0]["timestamp"]

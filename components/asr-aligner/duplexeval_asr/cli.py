@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import click
-
-from duplexeval_common.cli import run_command
+from duplexeval_common.cli import component_group
 from duplexeval_common.stage import Stage
 
 from . import __version__
@@ -27,17 +25,5 @@ def make_stage(config: dict) -> Stage:
     return Stage("asr-aligner", __version__, process, setup=setup)
 
 
-@click.group(help="Word-timestamped transcripts of model output, in the official output.json format.")
-@click.version_option(__version__)
-def main() -> None:
-    pass
-
-
-@main.command("list")
-def list_backends() -> None:
-    """List the ASR backends."""
-    for e in BACKENDS.entries():
-        click.echo(f"{e.name:16} {e.summary}")
-
-
-main.add_command(run_command(make_stage))
+main = component_group("Word-timestamped transcripts of model output, in the official output.json format.",
+                       __version__, make_stage, BACKENDS)

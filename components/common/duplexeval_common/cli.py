@@ -10,7 +10,8 @@ from typing import Callable
 import click
 
 from .errors import DuplexEvalError
-from .jsonio import read_json
+from .jsonio import read_json_object
+from .registry import Entry, Registry
 from .stage import Stage
 
 
@@ -36,15 +37,7 @@ def _parse_shard(value: str) -> tuple[int, int]:
 
 
 def load_config(path: Path | None) -> dict:
-    if path is None:
-        return {}
-    try:
-        cfg = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise DuplexEvalError(f"config {path}: {exc}") from None
-    if not isinstance(cfg, dict):
-        raise DuplexEvalError(f"config {path}: expected a JSON object")
-    return cfg
+    return {} if path is None else read_json_object(path, f"config {path}")
 
 
 def run_command(make_stage: Callable[[dict], Stage]) -> click.Command:
@@ -65,3 +58,24 @@ def run_command(make_stage: Callable[[dict], Stage]) -> click.Command:
         stage = make_stage(config)
         sys.exit(stage.run(list(inputs), output, config, allow_failures, _parse_shard(shard)))
     return run
+
+
+def component_group(help: str, version: str, make_stage: Callable[[dict], Stage], registry: Registry,
+                    note: Callable[[Entry], str | None] | None = None) -> click.Group:
+    """A component's command: `run` (the stage) and `list` (its registry), plus --version."""
+    @click.group(help=help)
+    @click.version_option(version)
+    def group() -> None:
+        pass
+
+    @group.command("list", help=f"List the {registry.kind}s.")
+    def list_entries() -> None:
+        width = max((len(n) for n in registry.names()), default=0) + 2
+        for e in registry.entries():
+            click.echo(f"{e.name:{width}}{e.summary}")
+            extra = note(e) if note else None
+            if extra:
+                click.echo(f"{'':{width}}{extra}")
+
+    group.add_command(run_command(make_stage))
+    return group

@@ -87,6 +87,18 @@ def read_json(path: Path) -> Any:
         return json.load(f)
 
 
+def read_json_object(path: Path, where: str) -> dict:
+    """A JSON object from a file, or a one-line DuplexEvalError naming `where`."""
+    from .errors import DuplexEvalError
+    try:
+        obj = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise DuplexEvalError(f"{where}: not readable JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise DuplexEvalError(f"{where}: expected a JSON object")
+    return obj
+
+
 def read_jsonl(path: Path) -> list:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import click
-
-from duplexeval_common.cli import run_command
+from duplexeval_common.cli import component_group
 from duplexeval_common.stage import Stage
 
 from . import __version__
@@ -30,17 +28,5 @@ def make_stage(config: dict) -> Stage:
                  finalize=finalize, select=interruption_samples, setup=setup)
 
 
-@click.group(help="Rate the reply after each user interruption (0-5, the official scale).")
-@click.version_option(__version__)
-def main() -> None:
-    pass
-
-
-@main.command("list")
-def list_judges() -> None:
-    """List the judges."""
-    for e in JUDGES.entries():
-        click.echo(f"{e.name:20} {e.summary}")
-
-
-main.add_command(run_command(make_stage))
+main = component_group("Rate the reply after each user interruption (0-5, the official scale).",
+                       __version__, make_stage, JUDGES)

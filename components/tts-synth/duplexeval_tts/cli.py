@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval_common.cli import one_line_errors, run_command
+from duplexeval_common.cli import component_group, one_line_errors
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.stage import Stage
 
@@ -21,17 +21,8 @@ def make_stage(config: dict) -> Stage:
                  setup=ds.setup)
 
 
-@click.group(help="Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.")
-@click.version_option(__version__)
-def main() -> None:
-    pass
-
-
-@main.command("list")
-def list_engines() -> None:
-    """List the TTS engines."""
-    for e in ENGINES.entries():
-        click.echo(f"{e.name:10} {e.summary}")
+main = component_group("Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
+                       __version__, make_stage, ENGINES)
 
 
 @main.command("say")
@@ -51,7 +42,6 @@ def say(text, out, engine, voice, sample_rate) -> None:
     click.echo(f"{out}: {len(audio) / sample_rate:.2f} s")
 
 
-main.add_command(run_command(make_stage))
 
 if __name__ == "__main__":
     main()

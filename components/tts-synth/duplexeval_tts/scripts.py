@@ -14,7 +14,7 @@ from typing import Any
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
-from duplexeval_common.jsonio import read_json
+from duplexeval_common.jsonio import read_json_object
 from duplexeval_common.samples import task_of
 
 FORMAT = "fdb-mini-script/1"
@@ -66,12 +66,7 @@ def load_scripts(folder: Path, timing_overrides: dict | None = None) -> dict[str
 
 def _load(path: Path, override: dict) -> Script:
     where = f"script {path.name}"
-    try:
-        doc = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise DuplexEvalError(f"{where}: not readable JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise DuplexEvalError(f"{where}: expected a JSON object")
+    doc = read_json_object(path, where)
     if doc.get("format") != FORMAT:
         raise DuplexEvalError(f"{where}: format must be {FORMAT!r}, got {doc.get('format')!r}")
     subset = path.stem
