@@ -135,3 +135,11 @@ def test_sample_failed_upstream_is_skipped_with_reason(tmp_path):
     assert r.returncode == 0
     st = rec["samples"]["synthetic_pause_handling/1"]
     assert st["status"] == "skipped" and st["reason"].startswith("failed upstream in toy: input.wav is not")
+
+
+def test_setup_error_stops_the_stage_in_one_line(tmp_path):
+    ds = make_dataset(tmp_path / "ds")
+    r = run_toy(ds, tmp_path / "bad", {"setup_fails": True})
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == \
+        "error: model not available: pip install toy-model"
+    assert not list((tmp_path / "bad").rglob("*.wav"))

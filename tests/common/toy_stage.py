@@ -11,6 +11,7 @@ import time
 import click
 
 from duplexeval_common.cli import run_command
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.stage import Stage
 
 
@@ -23,6 +24,12 @@ def process(ctx):
     ctx.write_json("info.json", {"n": len(audio), "sr": sr})
 
 
+def setup(config):
+    # Stands for a model load; {"setup_fails": true} makes it fail like a missing model.
+    if config.get("setup_fails"):
+        raise DuplexEvalError("model not available: pip install toy-model")
+
+
 def finalize(sctx):
     sctx.write_json("summary.json", {"ok": [s.key for s in sctx.ok_samples()]})
 
@@ -32,7 +39,7 @@ def main():
     pass
 
 
-main.add_command(run_command(lambda cfg: Stage("toy", "0.0.1", process, finalize=finalize)))
+main.add_command(run_command(lambda cfg: Stage("toy", "0.0.1", process, finalize=finalize, setup=setup)))
 
 if __name__ == "__main__":
     sys.exit(main())

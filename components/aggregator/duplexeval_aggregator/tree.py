@@ -14,22 +14,16 @@ from pathlib import Path
 
 import soundfile as sf
 
+from duplexeval_common.samples import id_sort_key as sort_key
+from duplexeval_common.samples import known_task as task_of
+
 from .errors import InputError
 from .timebase import is_number, to_us
 
-TASK_SUFFIXES = (("pause_handling", "pause_handling"), ("turn_taking", "smooth_turn_taking"),
-                 ("backchannel", "backchannel"), ("user_interruption", "user_interruption"))
 ANNOTATION = {"pause_handling": "pause.json", "smooth_turn_taking": "turn_taking.json",
               "user_interruption": "interrupt.json", "backchannel": None}
 STATUS_FILES = ("status.json", "runner.json", "transcript.json", "asr.json")
 OK_STATUSES = {"ok", "success", "succeeded", "done", "completed"}
-
-
-def task_of(subset: str) -> str | None:
-    for suffix, task in TASK_SUFFIXES:
-        if subset.endswith(suffix):
-            return task
-    return None
 
 
 @dataclass
@@ -56,10 +50,6 @@ class Sample:
     @property
     def eligible(self) -> bool:
         return not self.reasons
-
-
-def sort_key(sample_id: str) -> tuple:
-    return (0, int(sample_id), sample_id) if sample_id.isdigit() else (1, 0, sample_id)
 
 
 def read_json(path: Path, where: str):

@@ -26,10 +26,23 @@ _TASK_SUFFIXES = (
 )
 
 
-def task_of(subset: str) -> str:
+def known_task(subset: str) -> str | None:
+    """The task of a subset, or None when its name ends with no known suffix."""
     for suffix, task in _TASK_SUFFIXES:
         if subset.endswith(suffix):
             return task
+    return None
+
+
+def id_sort_key(sample_id: str) -> tuple:
+    """Numeric ids in numeric order, then the others by name."""
+    return (0, int(sample_id), sample_id) if sample_id.isdigit() else (1, 0, sample_id)
+
+
+def task_of(subset: str) -> str:
+    task = known_task(subset)
+    if task is not None:
+        return task
     raise DuplexEvalError(f"subset {subset!r} has no known task (name must end with one of "
                           f"{', '.join(s for s, _ in _TASK_SUFFIXES)})")
 
@@ -48,7 +61,7 @@ class Sample:
         return task_of(self.subset)
 
     def sort_key(self) -> tuple:
-        return (self.subset, int(self.id) if self.id.isdigit() else 0, self.id)
+        return (self.subset, *id_sort_key(self.id))
 
 
 class Inputs:

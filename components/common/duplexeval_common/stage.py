@@ -125,16 +125,23 @@ class Stage:
         _remove_partials(output)
         samples = (self.select or (lambda i, c: i.samples()))(inputs, config)
         samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
-        if self.setup:
-            self.setup(config)
+        self._ready = False
         statuses = self._run_samples(samples, inputs, config, output)
         if shard[1] == 1 and self.finalize:
+            self._setup_once(config)
             self.finalize(StageContext(inputs, config, output, statuses))
         failed = [k for k, s in statuses.items() if s["status"] == "failed"]
         self._write_record(output, inputs, config, statuses, t0, shard)
         if failed:
             log(f"[{self.component}] {len(failed)} of {len(statuses)} samples failed")
         return 1 if failed and not allow_failures else 0
+
+    def _setup_once(self, config: dict) -> None:
+        """Load models when first needed: a resumed stage whose samples all verify loads them
+        only for its finalize step, if it has one."""
+        if self.setup and not self._ready:
+            self.setup(config)
+        self._ready = True
 
     def _run_samples(self, samples, inputs, config, output) -> dict[str, dict]:
         statuses: dict[str, dict] = {}
@@ -155,6 +162,7 @@ class Stage:
         if upstream:
             _rmtree(final)
             return {"status": "skipped", "reason": upstream, "seconds": 0.0}
+        self._setup_once(config)  # outside the per-sample try: a bad setting stops the stage
         work = final.parent / f".{sample.id}.partial"
         _rmtree(work)
         work.mkdir(parents=True)

@@ -20,8 +20,6 @@ def make_stage(config: dict) -> Stage:
         state["judge"] = JUDGES.load(cfg["judge"])(**cfg["judge_args"])
 
     def finalize(sctx) -> None:
-        if "judge" not in state:
-            setup(cfg)
         write_summary(sctx, state["judge"])
 
     return Stage("judge", __version__, lambda ctx: judge_sample(ctx, state["judge"]),
