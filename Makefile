@@ -9,6 +9,10 @@ ASR ?= faster-whisper
 JUDGE ?= embedding-relevance
 LIMIT ?=
 PYTEST_ARGS ?=
+# per-stage limits (empty: the defaults, 6 h, 3/4 of the memory, every core)
+STAGE_TIMEOUT ?=
+MEMORY_GB ?=
+CPUS ?=
 
 # One image variable per component for the docker runtime: swapping one re-runs that stage and those after it.
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
@@ -20,13 +24,18 @@ setup:
 
 eval: setup $(if $(filter docker,$(RUNTIME)),images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
-	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS)
+	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) \
+	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
+	  $(if $(CPUS),--cpus $(CPUS))
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
 
 score: setup
-	$(BIN)/aggregator fdb-v1 --tree $(TREE) --out $(OUT) $(if $(ICC_GT),--icc-gt $(ICC_GT))
+	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder in the official layout> (and OUT=<folder>)" >&2; exit 2; }
+	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for metrics.json> (and TREE=<folder>)" >&2; exit 2; }
+	$(BIN)/aggregator fdb-v1 --tree "$(TREE)" --out "$(OUT)" $(if $(ICC_GT),--icc-gt "$(ICC_GT)") \
+	  $(if $(filter 1,$(EXCLUDE_INVALID)),--exclude-invalid)
 
 runs: setup
 	@$(BIN)/duplexeval runs

@@ -1,6 +1,7 @@
 """aggregator fdb-v1 and compare end to end on a small five-subset tree with real Silero VAD."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,11 @@ def test_report_prints_values_bounds_and_official(scored):
     _, text = scored
     assert "== synthetic_user_interruption (user_interruption)" in text
     assert "official (reference)" in text and "bounds [" in text and "p90" in text
+    # both columns side by side: the official number left of "|", a unified metric with its
+    # 95% interval right of it
+    row = next(x for x in text.splitlines() if x.split("|")[0].split()[:1] == ["latency"]
+               and "response_rate_1s" in x)
+    assert re.search(r"response_rate_1s +\d\.\d{4}  \[\d\.\d{4}, \d\.\d{4}\]", row.split("|")[1])
     assert "ineligible: missing:output.wav 1" in text
 
 
@@ -142,7 +148,8 @@ def test_judge_label_and_rating(tree, tmp_path):
     res = run(t, tmp_path / "o", "--cache-dir", str(tmp_path / "c"))
     m = json.loads((tmp_path / "o" / "metrics.json").read_text())["subsets"]
     assert m["synthetic_user_interruption"]["official"]["rating"] == 4.0
-    assert "rating[smollm2] 4.0000" in res.output
+    assert re.search(r"rating\[smollm2\] +4\.0000 \|", res.output)
+    assert "exercised 1, rating smollm2" in res.output
 
 
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tree, tmp_path):

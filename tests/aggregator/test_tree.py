@@ -119,3 +119,32 @@ def test_upstream_failures_passed_by_the_pipeline(tmp_path):
     sample_dir(tmp_path, "candor_turn_taking", "0", words=[], annotation=turn_ann(2))
     ss = _load_samples(tmp_path, {"candor_turn_taking/0": "failed upstream in asr-aligner: oom"})
     assert ss["candor_turn_taking"][0].reasons == ["failed:asr-aligner"]
+
+
+@pytest.mark.parametrize("sub,kw,reason", [
+    ("candor_pause_handling", dict(words=[(2.0, 1.0)], annotation=pause_ann((3, 4))), "invalid:word-end-before-start"),
+    ("candor_pause_handling", dict(words=[(9.0, 12.0)], annotation=pause_ann((3, 4))), "invalid:word-end-past-window"),
+    ("candor_pause_handling", dict(words=[(10.5, 11)], annotation=pause_ann((3, 4))), "invalid:word-start-outside-window"),
+    ("candor_pause_handling", dict(words=[], annotation=pause_ann((3, 5), (4.5, 6))), "invalid:bad-annotation"),
+    ("candor_turn_taking", dict(words=[], annotation=turn_ann(12.0)), "invalid:annotation-outside-window"),
+    ("synthetic_user_interruption", dict(words=[(1.0, 1.2)], annotation=interrupt_ann(2, 3)), "invalid:word-before-R"),
+])
+def test_excluded_samples_get_a_reason_code_and_keep_the_problem(tmp_path, sub, kw, reason):
+    sample_dir(tmp_path, sub, "5", **kw)
+    good_ann = {"candor_pause_handling": pause_ann((3, 4)), "candor_turn_taking": turn_ann(2.0),
+                "synthetic_user_interruption": interrupt_ann(2, 3)}[sub]
+    sample_dir(tmp_path, sub, "6", words=[], annotation=good_ann)
+    with pytest.raises(InputError) as e:
+        load(tmp_path)
+    bad, good = _load_samples(tmp_path, {}, exclude_invalid=True)[sub]
+    assert bad.reasons == [reason] and not bad.eligible
+    assert bad.invalid == (reason, e.value.problem)
+    assert good.eligible and good.invalid is None
+
+
+def test_a_status_file_that_is_not_json_is_invalid_when_excluding(tmp_path):
+    d = sample_dir(tmp_path, "candor_turn_taking", "0", words=[], annotation=turn_ann(2))
+    (d / "runner.json").write_text("{nope")
+    assert "runner.json is not valid JSON" in err(tmp_path)
+    (s,) = _load_samples(tmp_path, {}, exclude_invalid=True)["candor_turn_taking"]
+    assert s.reasons == ["invalid:bad-json"]

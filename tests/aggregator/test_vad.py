@@ -76,7 +76,8 @@ def test_batched_rows_equal_single_files(speak):
     a = speak("Could you say that again?", 16000)
     clips = [a, np.concatenate([np.zeros(7000, np.float32), a]), a[:3000], np.zeros(600, np.float32)]
     together = vadcache.speech_probs_many(clips)
-    assert vadcache._BATCH_OK  # on this machine batching is exact; if it were not, it is not used
+    # Whether rows are batched depends on the machine (a start-up self-check); the contract is
+    # that the result is the same bytes either way.
     for clip, probs in zip(clips, together):
         assert len(probs) == -(-len(clip) // 512)
         assert np.array_equal(probs, vadcache.speech_probs_many([clip])[0])

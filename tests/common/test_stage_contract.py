@@ -143,3 +143,20 @@ def test_setup_error_stops_the_stage_in_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == \
         "error: model not available: pip install toy-model"
     assert not list((tmp_path / "bad").rglob("*.wav"))
+
+
+def test_progress_is_one_bar_on_a_terminal_and_lines_otherwise(tmp_path):
+    """DUPLEXEVAL_PROGRESS=bar (what the orchestrator sets when its console is a terminal) gives
+    one updating tqdm bar (carriage returns, no line per sample); `lines` one line per sample."""
+    import os
+    ds = make_dataset(tmp_path / "ds", n=4)
+    env = dict(os.environ)
+    args = [sys.executable, str(TOY), "run", "--input", str(ds)]
+    bar = subprocess.run(args + ["--output", str(tmp_path / "o1")], capture_output=True,
+                         env={**env, "DUPLEXEVAL_PROGRESS": "bar"})
+    lines = subprocess.run(args + ["--output", str(tmp_path / "o2")], capture_output=True,
+                           env={**env, "DUPLEXEVAL_PROGRESS": "lines"})
+    assert bar.returncode == lines.returncode == 0
+    b, l_ = bar.stderr.decode(), lines.stderr.decode()
+    assert "\r" in b and "4/4" in b and "[toy] 1/4" not in b
+    assert "\r" not in l_ and all(f"[toy] {i}/4" in l_ for i in range(1, 5))

@@ -17,7 +17,7 @@ from ..conftest import command
 pytestmark = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1",
                                 reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
 
-ARGS = ["--model", "fixed-latency", "--limit", "2", "--judge", "none"]
+ARGS = ["--model", "fixed-latency", "--judge", "none"]  # the full default dataset (fdb-mini)
 COMPONENTS = ["tts-synth", "duplex-runner", "asr-aligner", "judge", "aggregator"]
 
 
@@ -43,11 +43,30 @@ def test_every_image_answers_help_without_network():
         assert r.returncode == 0 and "Usage:" in r.stdout, (c, r.stderr)
 
 
-def test_docker_metrics_equal_local_metrics_byte_for_byte(docker_run, tmp_path):
+def test_docker_run_equals_local_run_byte_for_byte_on_the_full_dataset(docker_run, tmp_path):
+    """Every stage's outputs (their sha256 and sample statuses: the content digest) and metrics.json
+    are the same bytes in both runtimes, on all of fdb-mini, with this machine's numeric
+    environment (OPENBLAS_* and the like are passed into the containers)."""
+    from duplexeval.store import content_digest
     run, docker_metrics = docker_run
     assert all(s["identity"].startswith("image:sha256:") for s in run["stages"])
-    _, local_metrics = evaluate(tmp_path / "local", "--runtime", "local")
+    local_run, local_metrics = evaluate(tmp_path / "local", "--runtime", "local")
+    docker_home, local_home = docker_metrics.parents[2], local_metrics.parents[2]
+    for d, loc in zip(run["stages"], local_run["stages"]):
+        dr = read_json(docker_home / "store" / d["key"] / "stage.json")
+        lr = read_json(local_home / "store" / loc["key"] / "stage.json")
+        assert content_digest(dr) == content_digest(lr), d["name"]
+        assert dr["environment"]["numeric"] == lr["environment"]["numeric"], d["name"]
+    n = sum(1 for s in read_json(docker_home / "store" / run["stages"][0]["key"] / "manifest.json")["samples"])
+    assert n == 36
     assert docker_metrics.read_bytes() == local_metrics.read_bytes()
+
+
+def test_containers_run_as_the_invoking_user(docker_run):
+    run, metrics = docker_run
+    home = metrics.parents[2]
+    owners = {p.stat().st_uid for s in run["stages"] for p in (home / "store" / s["key"]).rglob("*")}
+    assert owners == {os.getuid()}
 
 
 def test_swapping_the_asr_image_reruns_asr_and_downstream_only(docker_run, tmp_path):
@@ -70,3 +89,22 @@ def test_swapping_the_asr_image_reruns_asr_and_downstream_only(docker_run, tmp_p
 def _host() -> str:
     from duplexeval.runtime_docker import docker_host
     return docker_host()
+
+
+# ---- secrets and limits in the docker runtime -------------------------------------------------
+
+from ..duplex_runner.test_freeze_omni import cert, server  # noqa: E402,F401  (fixtures)
+from ..orchestrator.test_repair_and_secrets import chat, planted_secret_runs  # noqa: E402,F401
+
+
+def test_planted_secrets_never_reach_a_file_docker(tmp_path, server, cert, chat):  # noqa: F811
+    planted_secret_runs(tmp_path, server, cert, chat, "docker")
+
+
+def test_a_stage_past_its_timeout_is_killed_in_docker(tmp_path):
+    r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--runtime", "docker",
+                        "--model", "silence", "--judge", "none", "--stage-timeout", "2"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "timed out after 2 s" in r.stderr, r.stderr[-2000:]
+    run = read_json(tmp_path / "runs" / "latest" / "run.json")
+    assert run["status"] == "failed" and "timed out" in run["stages"][0]["reason"]

@@ -104,7 +104,7 @@ def test_config_errors_are_one_line(tmp_path, dataset):
     out = tmp_path / "out"
     for cfg, msg in [({"runner": "nope"}, "unknown runner 'nope'"),
                      ({"runner": "silence", "runner_args": {"x": 1}}, "unknown runner_args x"),
-                     ({"runner": "silence", "sede": 1}, "unknown keys sede"),
+                     ({"runner": "silence", "sede": 1}, "unknown duplex-runner setting(s) sede"),
                      ({"runner": "cascade", "runner_args": {"clock": "wall"}}, "clock must be one of")]:
         res = CliRunner().invoke(main, ["run", "--input", str(dataset), "--output", str(out),
                                         "--config", write_config(tmp_path / "c.json", cfg)])

@@ -31,7 +31,9 @@ def n(t: float) -> int:
 
 
 def sample_dirs(out, subset):
-    return sorted((out / "samples" / subset).iterdir())
+    dirs = sorted((out / "samples" / subset).iterdir())
+    assert dirs, f"no {subset} samples"  # the checks below loop over them
+    return dirs
 
 
 def test_shipped_scripts_parse():

@@ -23,24 +23,38 @@ def main() -> None:
 @click.option("--icc-gt", type=click.Path(path_type=Path), default=None,
               help="ICC ground-truth distribution (official icc_gt_distribution.json format).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
-              help="VAD probability cache (default $DUPLEXEVAL_CACHE/vad or OUT/.cache/vad).")
+              help="Root of the VAD probability cache (default: the user cache, "
+                   "$DUPLEXEVAL_CACHE/vad, else $XDG_CACHE_HOME/duplexeval/vad, "
+                   "else ~/.cache/duplexeval/vad).")
 @click.option("--jobs", type=int, default=None, help="VAD worker processes (default: all cores).")
 @click.option("--vad-backend", type=click.Choice(["onnx", "jit"]), default="onnx", show_default=True,
               help="Silero model file: silero_vad.onnx or the JIT model the official script loads.")
 @click.option("--official-only", is_flag=True, help="Only the official column (no unified VAD).")
+@click.option("--exclude-invalid", is_flag=True,
+              help="Score the rest when a sample fails a load-time check: list each such sample "
+                   "and its reason on stderr, make it ineligible (invalid:<code>) and record it in "
+                   "unified.json. Default: the first problem stops with exit code 2.")
 @click.option("--quiet", is_flag=True, help="No report and no progress.")
 def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, jobs: int | None,
-           vad_backend: str, official_only: bool, quiet: bool) -> None:
+           vad_backend: str, official_only: bool, exclude_invalid: bool, quiet: bool) -> None:
     """Score a Full-Duplex-Bench v1.0 tree."""
-    from .report import render
+    from .report import invalid_lines, render
     from .score import build
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
+    if out.exists() and not out.is_dir():
+        click.echo(f"error: --out {out} exists and is not a folder", err=True)
+        sys.exit(2)
+    if jobs is not None and jobs < 1:
+        click.echo(f"error: --jobs must be at least 1, got {jobs}", err=True)
+        sys.exit(2)
     try:
         metrics, uni, rows = build(tree, icc_gt, cache_dir, out, vad_backend, jobs, None, quiet,
-                                   official_only)
+                                   official_only, exclude_invalid=exclude_invalid)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    for line in invalid_lines(uni):  # one line per excluded sample, even with --quiet
+        click.echo(line, err=True)
     write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
                out / "unified-samples.jsonl": jsonl(rows)})
     if not quiet:
@@ -71,10 +85,18 @@ def _pipeline_stage():
     # `aggregator run`: the pipeline stage (stage contract of duplexeval_common).
     from duplexeval_common.cli import run_command
     from .pipeline_stage import make_stage
-    return run_command(make_stage)
+    return run_command(make_stage, "aggregator")
+
+
+def _check_command():
+    # `aggregator check`: validate the pipeline stage's settings (the orchestrator calls it first).
+    from duplexeval_common.cli import check_command
+    from .pipeline_stage import make_stage
+    return check_command(make_stage, "aggregator")
 
 
 main.add_command(_pipeline_stage())
+main.add_command(_check_command())
 
 if __name__ == "__main__":
     main()

@@ -4,9 +4,17 @@ Each function re-does what the official script does on one subset folder, quirks
 the directory walk (os.listdir order), the 1 s / 3-word take-over rule over the whole
 output.json, latency clipped at 0 and averaged over take-over samples only, the zip of
 separately built turn-taking lists, the backchannel loop with its per-segment TOR overwrite,
-stop at the first segment over 3 s, 0.2 s bins with 1e-10, interpolated ground truth and
-SciPy's natural-log Jensen-Shannon distance (1 without backchannels; computed with
-numpy by SciPy's formulas, which keeps SciPy's import off a rescore).
+stop at the first segment over 3 s, 0.2 s bins with 1e-10, and the same SciPy calls the
+official script makes: the ground truth resized by scipy.interpolate.interp1d(kind="linear",
+fill_value="extrapolate") over linspace(0, 1) and scipy.spatial.distance.jensenshannon with
+its defaults (natural log, a distance; 1 without backchannels). SciPy is imported on first
+use, so a tree without backchannel samples never loads it.
+
+The rules that differ between upstream revisions are flags of a revisions.Revision (one
+entry per revision in revisions.py); the functions that need one take it. Today that is the
+backchannel list: at d7336bd (the default; since commit 1d40caa) every segment up to the 3 s
+stop is counted as a backchannel, at bb59575 (the paper era, before 1d40caa) a take-over
+segment empties the list instead. tests/golden/fdb_v1/golden.json keeps the numbers of both.
 
 Where the official script would stop with an exception, the sample is handled as described
 in a note (returned with the numbers) instead, so a tree the official scripts cannot score
@@ -22,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .revisions import Revision, get as get_revision
 
 TURN_DURATION_THRESHOLD = 1
 TURN_NUM_WORDS_THRESHOLD = 3
@@ -171,34 +180,10 @@ def backchannel_ids(data_dir: Path) -> list[str]:
     return [spk for spk in os.listdir(data_dir) if spk.isdigit()]
 
 
-def interp_linear(x: np.ndarray, y: np.ndarray, x_new: np.ndarray) -> np.ndarray:
-    """scipy interp1d(x, y, kind="linear", fill_value="extrapolate")(x_new), in numpy.
-
-    Same steps as SciPy's linear branch: the interval by searchsorted (clipped to the ends,
-    which extrapolates), then y_lo + slope * (x_new - x_lo).
-    """
-    hi = np.clip(np.searchsorted(x, x_new), 1, len(x) - 1)
-    lo = hi - 1
-    slope = (y[hi] - y[lo]) / (x[hi] - x[lo])
-    return slope * (x_new - x[lo]) + y[lo]
-
-
-def jensenshannon(p: np.ndarray, q: np.ndarray) -> float:
-    """scipy.spatial.distance.jensenshannon(p, q) with its defaults (natural log, a distance)."""
-    p = p / np.sum(p)
-    q = q / np.sum(q)
-    m = (p + q) / 2.0
-
-    def rel_entr(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where((a > 0) & (b > 0), a * np.log(a / b), np.inf)
-        return np.where((a == 0) & (b >= 0), 0.0, r)
-
-    js = np.sum(rel_entr(p, m)) + np.sum(rel_entr(q, m))
-    return float(np.sqrt(js / 2.0))
-
-
 def _jsd(prediction: list, max_end_time: float, gt: list) -> float:
+    from scipy.interpolate import interp1d
+    from scipy.spatial.distance import jensenshannon
+
     bins = [0 for _ in range(int(max_end_time / WINDOW_SIZE) + 1)]
     for s, e in prediction:
         for i in range(int(s / WINDOW_SIZE), int(e / WINDOW_SIZE) + 1):
@@ -206,10 +191,10 @@ def _jsd(prediction: list, max_end_time: float, gt: list) -> float:
                 bins[i] += 1
     hist = np.array(bins) + EPSILON
     hist = hist / np.sum(hist)
-    gt = np.asarray(gt, dtype=float)
     x_gt = np.linspace(0, 1, len(gt))
     x_pred = np.linspace(0, 1, len(hist))
-    return jensenshannon(hist, interp_linear(x_gt, gt, x_pred))
+    gt_resized = interp1d(x_gt, gt, kind="linear", fill_value="extrapolate")(x_pred)
+    return float(jensenshannon(hist, np.array(gt_resized)))
 
 
 def _segment_words(chunks: list, start_time: float, end_time: float) -> list:
@@ -229,8 +214,13 @@ def _segment_words(chunks: list, start_time: float, end_time: float) -> list:
     return words
 
 
-def backchannel(data_dir: Path, segments: dict, gt: dict | None) -> tuple[dict, list[str], dict]:
-    """eval_backchannel.py. segments[spk] = (official VAD segments in s, frames, sample rate)."""
+def backchannel(data_dir: Path, segments: dict, gt: dict | None,
+                revision: Revision | None = None) -> tuple[dict, list[str], dict]:
+    """eval_backchannel.py at `revision` (None: revisions.DEFAULT).
+
+    segments[spk] = (official VAD segments in s, frames, sample rate).
+    """
+    resets = (revision or get_revision()).takeover_resets_backchannels
     notes: list[str] = []
     subset = data_dir.name
     jsd_list, tor_list, freq_list, per = [], [], [], {}
@@ -268,7 +258,10 @@ def backchannel(data_dir: Path, segments: dict, gt: dict | None) -> tuple[dict, 
                     tor = 0 if n_words <= 2 else 1
                 else:
                     tor = 1
-                prediction.append([start_time, end_time])
+                if resets and tor == 1:
+                    prediction = []  # before upstream 1d40caa: a take-over empties the list
+                else:
+                    prediction.append([start_time, end_time])
         tor_list.append(tor)
         max_end_time = frames / sr
         freq_list.append(len(prediction) / max_end_time)

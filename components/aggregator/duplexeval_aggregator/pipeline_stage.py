@@ -3,11 +3,23 @@
 The input stages are merged into a temporary tree in the official layout
 (links, no copies), so a duplexeval run and an official tree are scored by
 one function. Samples an upstream stage failed are passed on as ineligible.
+
+The stage scores what it can: an eligible sample whose files fail a load-time check
+(a word ending before it starts or more than 0.5 s past T, an annotation outside the
+window, unreadable audio, a manifest hash mismatch, ...) does not stop the stage. Every
+sample is linked into the temporary tree; scoring runs with exclude_invalid, so such a
+sample becomes ineligible with the reason "invalid:<code>" (its one-line problem in its
+unified-samples.jsonl row and in unified.json's per-subset "invalid" list), counts in
+coverage, and is left out of the official column too: the official functions read a view
+of the subset folder without it (score.py). The VAD cache is the user cache
+(user_cache_dir()/vad, i.e. $DUPLEXEVAL_CACHE/vad when the orchestrator sets it), the same
+default as `aggregator fdb-v1`, so a rescore of audio already seen is warm.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -42,19 +54,25 @@ def link_tree(inputs: Inputs, tree: Path) -> dict[str, str]:
     return failures
 
 
-def score_stage(sctx: StageContext) -> None:
+def report_markdown(unified: dict) -> str:
     from .report import render
+    return ("# duplexeval report\n\n"
+            "Official-compatible and unified Full-Duplex-Bench v1.0 metrics side by side "
+            "(docs/metrics.md defines each).\n\n```\n" + render(unified) + "```\n")
+
+
+def score_stage(sctx: StageContext) -> None:
+    from .report import invalid_lines
     from .score import score_tree
-    cache = os.environ.get("DUPLEXEVAL_CACHE")
     with tempfile.TemporaryDirectory(prefix="duplexeval-tree-") as tmp:
         tree = Path(tmp)
         failures = link_tree(sctx.inputs, tree)
-        score_tree(tree, sctx.output, sctx.config.get("icc_gt"),
-                   Path(cache) / "vad" if cache else tree / ".vad-cache", failures=failures)
+        score_tree(tree, sctx.output, sctx.config.get("icc_gt"), None,  # None: the user cache
+                   failures=failures, exclude_invalid=True)
     unified = read_json(sctx.output / "unified.json")
-    atomic_write_text(sctx.output / "report.md", "# duplexeval report\n\n"
-                      "Official-compatible and unified Full-Duplex-Bench v1.0 metrics "
-                      "(docs/metrics.md explains each).\n\n```\n" + render(unified) + "```\n")
+    for line in invalid_lines(unified):
+        print(f"[aggregator] {line}", file=sys.stderr, flush=True)
+    atomic_write_text(sctx.output / "report.md", report_markdown(unified))
 
 
 def make_stage(config: dict) -> Stage:

@@ -1,10 +1,23 @@
-"""The printed report: each subset's unified metrics as value, interval and count, the bounds,
-and the official column beside them."""
+"""The printed report: per subset, the official column and the unified column side by side.
+
+Each subset gets a header (n, eligible, coverage, for interruption exercised and who rated)
+and a table whose left side holds the official numbers and whose right side holds each
+unified metric as value, 95% interval, count/n and the selected bounds (or p90, or the pooled
+sums). `render(unified.json)` prints it for `aggregator fdb-v1` and the pipeline's report.md;
+`console_rows(metrics.json)` gives the same header and table from metrics.json alone.
+"""
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
+from duplexeval_common.samples import known_task
+
 OFFICIAL_KEYS = {"pause_handling": ["tor"], "smooth_turn_taking": ["tor", "latency"],
                  "backchannel": ["tor", "freq", "jsd"], "user_interruption": ["tor", "latency", "rating"]}
+OFFICIAL_HEAD = "official (reference)"
+UNIFIED_HEAD = f"{'unified':<30} {'value':>11}  {'95% interval':<30} {'count/n':>9}  bounds / p90"
+NO_UNIFIED = "(no unified metric for this task; the official numbers are the reference)"
 
 
 def _f(x, nd: int = 4) -> str:
@@ -33,40 +46,103 @@ def _extra(m: dict) -> str:
     return "bounds " + _interval(m["selected_bounds"])
 
 
-def subset_lines(name: str, s: dict) -> list[str]:
+def rating_text(label) -> str:
+    """Who rated the interruption replies: "official", a judge's model name, or no judge."""
+    return "no judge" if label is None else str(label)
+
+
+def _official_cells(task: str, off: dict, rating_label) -> list[str]:
+    labels = []
+    for k in OFFICIAL_KEYS[task]:
+        label = k
+        if k == "rating" and rating_label not in (None, "official"):
+            label = f"rating[{rating_label}]"
+        labels.append((label, _f(off.get(k))))
+    w = max(len(lab) for lab, _ in labels)
+    vw = max(8, len(OFFICIAL_HEAD) - w - 1)  # values right-aligned under the column's edge
+    return [f"{lab:<{w}} {val:>{vw}}" for lab, val in labels]
+
+
+def _ordered(task: str, metrics: dict) -> list[str]:
+    """The metric names in the definitions' order (the JSON files sort their keys)."""
+    from .summary import SPECS
+    known = [spec.name for spec in SPECS.get(task, []) if spec.name in metrics]
+    return known + sorted(k for k in metrics if k not in known)
+
+
+def _unified_cells(task: str, metrics: dict) -> list[str]:
+    if not metrics:
+        return [NO_UNIFIED]
+    cells = []
+    for k in _ordered(task, metrics):
+        m = metrics[k]
+        cn = f"{m['count']}/{m['n']}" if m["kind"] != "pooled" else f"n {m['n']}"
+        cells.append(f"{k:<30} {_value(m):>11}  {_interval(m['interval']):<30} {cn:>9}  {_extra(m)}")
+    return cells
+
+
+def subset_table(name: str, task: str, s: dict) -> list[str]:
+    """Header and side-by-side rows of one subset.
+
+    s: {"n", "counts", "coverage", "official", "unified" (metric entries), "rating_label"}.
+    """
     c = s["counts"]
-    head = (f"== {name} ({s['task']}): n {s['n']}, eligible {c['eligible']}, "
+    head = (f"== {name} ({task}): n {s['n']}, eligible {c['eligible']}, "
             f"coverage {_f(s['coverage'], 3)}")
-    if "min_observable_s" in s:
-        head += f", min_observable_s {_f(s['min_observable_s'], 3)}"
     if "exercised" in c:
         head += f", exercised {c['exercised']}"
-    lines = [head]
-    if s["metrics"]:
-        lines.append(f"   {'metric':<30} {'value':>11}  {'95% interval':<30} {'count/n':>9}  bounds / p90")
-        for k, m in s["metrics"].items():
-            cn = f"{m['count']}/{m['n']}" if m["kind"] != "pooled" else f"n {m['n']}"
-            lines.append(f"   {k:<30} {_value(m):>11}  {_interval(m['interval']):<30} {cn:>9}  {_extra(m)}")
-    else:
-        lines.append("   (no unified metric for this task; the official numbers are the reference)")
-    off = s["official"]
-    parts = []
-    for k in OFFICIAL_KEYS[s["task"]]:
-        label = k
-        if k == "rating" and s.get("rating_label") not in (None, "official"):
-            label = f"rating[{s['rating_label']}]"
-        parts.append(f"{label} {_f(off.get(k))}")
-    lines.append(f"   {'official (reference)':<30} " + "  ".join(parts))
-    for note in s["official_notes"]:
-        lines.append(f"     note: {note}")
+    if task == "user_interruption":
+        head += f", rating {rating_text(s.get('rating_label'))}"
+    left = _official_cells(task, s["official"], s.get("rating_label"))
+    right = _unified_cells(task, s["unified"])
+    lw = max(len(OFFICIAL_HEAD), *(len(x) for x in left))
+    lines = [head, f"   {OFFICIAL_HEAD:<{lw}} | {UNIFIED_HEAD if s['unified'] else 'unified'}".rstrip()]
+    for a, b in zip_longest(left, right, fillvalue=""):
+        lines.append(f"   {a:<{lw}} | {b}".rstrip())
     if c["ineligible_reasons"]:
         lines.append("   ineligible: " + ", ".join(f"{r} {n}" for r, n in c["ineligible_reasons"].items()))
     return lines
 
 
+def subset_lines(name: str, s: dict) -> list[str]:
+    """One subset of unified.json: the table, then min_observable_s, the official notes and
+    the samples excluded as invalid."""
+    lines = subset_table(name, s["task"], {**s, "unified": s["metrics"]})
+    if s.get("min_observable_s") is not None:
+        lines.append(f"   min_observable_s {_f(s['min_observable_s'], 3)} (a response_rate_ks with k above "
+                     "it is a lower bound)")
+    for note in s["official_notes"]:
+        lines.append(f"     note: {note}")
+    for x in s.get("invalid", []):
+        lines.append(f"     excluded: {x['sample_id']}: {x['reason']} ({x['problem']})")
+    return lines
+
+
 def render(unified: dict) -> str:
     out = [f"Full-Duplex-Bench v1.0, definitions {unified['definitions']}, silero-vad "
-           f"{unified['vad']['version']} ({unified['vad']['backend']})"]
+           f"{unified['vad']['version']} ({unified['vad']['backend']}); "
+           "left: official column, right: unified column (value, 95% interval)"]
     for name, s in unified["subsets"].items():
         out += subset_lines(name, s)
     return "\n".join(out) + "\n"
+
+
+def console_rows(metrics: dict) -> list[str]:
+    """The side-by-side table of every subset from metrics.json alone (no trailing newlines).
+
+    The same header and rows as render() prints for each subset, without the official notes,
+    min_observable_s and the excluded-sample details, which only unified.json holds.
+    """
+    out = []
+    for name, s in metrics["subsets"].items():
+        task = known_task(name)
+        if task is None:
+            continue
+        out += subset_table(name, task, s)
+    return out
+
+
+def invalid_lines(unified: dict) -> list[str]:
+    """One line per sample excluded as invalid: "excluded: <subset>/<id>: <reason> (<problem>)"."""
+    return [f"excluded: {x['sample_id']}: {x['reason']} ({x['problem']})"
+            for s in unified["subsets"].values() for x in s.get("invalid", [])]

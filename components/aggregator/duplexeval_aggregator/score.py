@@ -1,9 +1,19 @@
-"""score_tree: load a tree, run the VAD (cached), compute both columns, write three files."""
+"""score_tree: load a tree, run the VAD (cached), compute both columns, write three files.
+
+Strict (the default): the first load-time problem of a sample stops everything with
+InputError. exclude_invalid=True (`aggregator fdb-v1 --exclude-invalid`, the pipeline stage):
+such a sample becomes ineligible with the reason "invalid:<code>", is listed under the
+subset's "invalid" in unified.json with its one-line problem, counts in coverage, and is left
+out of both columns; the official functions then read a view of the subset folder without it
+(a temporary mirror: real folders, files linked).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 import soundfile as sf
@@ -14,18 +24,20 @@ from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, json
 from .schemas import validate
 from .timebase import to_us
 from .tree import (NO_SUBSET, Sample, check_manifest_hashes, discover_subsets, load_sample, manifest_samples,
-                   read_json, select_samples, task_of, upstream_failures)
+                   mark_invalid, read_json, select_samples, task_of, upstream_failures)
 from .vad import FEED_OFFICIAL, OFFICIAL_SETTINGS, SR, UNIFIED_SETTINGS, model_info, official_segments, \
     unified_feed, unified_segments
-from .vadcache import Job, ProbStore, ensure, hash_files, sha256_file
+from .vadcache import Job, ProbStore, default_root, ensure, hash_files, sha256_file
 
 
-def default_cache_dir(out: Path) -> Path:
-    env = os.environ.get("DUPLEXEVAL_CACHE")
-    return Path(env) / "vad" if env else Path(out) / ".cache" / "vad"
+def default_cache_dir() -> Path:
+    """The VAD cache root when --cache-dir is not given: user_cache_dir()/vad (entries go in
+    a namespace folder below it, see vadcache.py)."""
+    return default_root()
 
 
-def _load_samples(tree: Path, failures: dict[str, str]) -> dict[str, list[Sample]]:
+def _load_samples(tree: Path, failures: dict[str, str],
+                  exclude_invalid: bool = False) -> dict[str, list[Sample]]:
     manifest = manifest_samples(tree)
     names = dict(discover_subsets(tree))
     for sub in (manifest or {}):
@@ -37,15 +49,34 @@ def _load_samples(tree: Path, failures: dict[str, str]) -> dict[str, list[Sample
     out = {}
     for subset in sorted(names):
         task = names[subset]
-        samples = select_samples(tree, subset, task, manifest, fails)
+        samples = select_samples(tree, subset, task, manifest, fails,
+                                 mark_invalid if exclude_invalid else None)
         rows = {str(r["id"]): r for r in (manifest or {}).get(subset, [])}
         for s in samples:
-            if s.eligible and task != "backchannel":
-                load_sample(s)
-            if s.id in rows and s.dir.is_dir():
-                check_manifest_hashes(s, rows[s.id], sha256_file)
+            try:
+                if s.eligible and task != "backchannel":
+                    load_sample(s)
+            except InputError as exc:
+                if not exclude_invalid:
+                    raise
+                mark_invalid(s, exc)
+            try:
+                if s.id in rows and s.dir.is_dir():
+                    check_manifest_hashes(s, rows[s.id], sha256_file)
+            except InputError as exc:
+                if not exclude_invalid:
+                    raise
+                mark_invalid(s, exc)
         out[subset] = samples
     return out
+
+
+def _exclude(by_key: dict[str, Sample], exc: InputError, exclude_invalid: bool) -> None:
+    """Mark the sample an InputError names invalid, or re-raise (strict, or not a sample)."""
+    s = by_key.get(exc.where)
+    if not exclude_invalid or s is None or s.invalid is not None:
+        raise exc
+    mark_invalid(s, exc)
 
 
 def _judge(tree: Path) -> dict | None:
@@ -59,9 +90,11 @@ def _judge(tree: Path) -> dict | None:
     return j
 
 
-def _vad_jobs(tree: Path, samples: dict[str, list[Sample]]) -> tuple[list, list]:
+def _vad_jobs(tree: Path, samples: dict[str, list[Sample]],
+              exclude_invalid: bool = False) -> tuple[list, list]:
     """(path, feed, owner) for every file the two columns need VAD on."""
     unified, official_ = [], []
+    by_key = {s.key: s for ss in samples.values() for s in ss}
     for subset, ss in samples.items():
         task = ss[0].task if ss else task_of(subset)
         if task == "user_interruption":
@@ -70,16 +103,23 @@ def _vad_jobs(tree: Path, samples: dict[str, list[Sample]]) -> tuple[list, list]
                     unified.append((s.dir / "output.wav", unified_feed(s.output_sr, s.output_channels), s))
         elif task == "backchannel" and (tree / subset).is_dir():
             for spk in official.backchannel_ids(tree / subset):
+                key = f"{subset}/{spk}"
                 p = tree / subset / spk / "output.wav"
-                if p.is_file():
+                if not p.is_file() or (key in by_key and by_key[key].invalid is not None):
+                    continue
+                try:
                     try:
                         info = sf.info(str(p))
                     except RuntimeError as exc:
-                        raise InputError(f"{subset}/{spk}", f"output.wav is not readable audio ({exc})") from None
+                        raise InputError(key, f"output.wav is not readable audio ({exc})",
+                                         "unreadable-audio") from None
                     if info.channels != 1:
-                        raise InputError(f"{subset}/{spk}", f"output.wav has {info.channels} channels; "
-                                         "the official evaluator needs mono")
-                    official_.append((p, FEED_OFFICIAL, (subset, spk, info.frames, info.samplerate)))
+                        raise InputError(key, f"output.wav has {info.channels} channels; "
+                                         "the official evaluator needs mono", "output-channels")
+                except InputError as exc:
+                    _exclude(by_key, exc, exclude_invalid)
+                    continue
+                official_.append((p, FEED_OFFICIAL, (subset, spk, info.frames, info.samplerate)))
     return unified, official_
 
 
@@ -92,8 +132,41 @@ def _probabilities(jobs_u, jobs_o, cache_dir: Path, backend: str, workers: int, 
     return {(p, feed): probs[(shas[p], feed)] for p, feed, _ in jobs_u + jobs_o}
 
 
-def _official(tree: Path, subset: str, task: str, segs: dict, gt: dict | None, judge: dict | None):
-    d = tree / subset
+def _mirror(src: Path, dst: Path, skip: set[str]) -> None:
+    """dst: src's folders as real folders, every other entry linked, the names in skip left out."""
+    dst.mkdir(parents=True)
+    for name in os.listdir(src):
+        if name in skip:
+            continue
+        p = src / name
+        if p.is_dir() and not p.is_symlink():
+            _mirror(p, dst / name, set())
+        else:
+            os.symlink(p.absolute(), dst / name)
+
+
+def _official_column(tree: Path, subset: str, task: str, ss: list[Sample], segs: dict, gt: dict | None,
+                     judge: dict | None, exclude_invalid: bool, stack: ExitStack):
+    """The official numbers of a subset over its samples that are not invalid.
+
+    With exclude_invalid, an InputError the official functions raise for one sample (e.g. an
+    ineligible sample's output.json that is not JSON) marks that sample invalid and the subset
+    is read again without it.
+    """
+    by_key = {s.key: s for s in ss}
+    while True:
+        skip = {s.id for s in ss if s.invalid is not None}
+        d = tree / subset
+        if skip and d.is_dir():
+            d = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duplexeval-view-"))) / subset
+            _mirror(tree / subset, d, skip)
+        try:
+            return _official(d, subset, task, segs, gt, judge)
+        except InputError as exc:
+            _exclude(by_key, exc, exclude_invalid)
+
+
+def _official(d: Path, subset: str, task: str, segs: dict, gt: dict | None, judge: dict | None):
     if not d.is_dir():
         return {}, [f"{subset}: no folder; no official numbers"]
     if task == "pause_handling":
@@ -141,14 +214,16 @@ def vad_record(backend: str) -> dict:
 def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
           out: Path | None = None, vad_backend: str = "onnx", jobs: int | None = None,
           failures: dict[str, str] | None = None, quiet: bool = False,
-          official_only: bool = False) -> tuple[dict, dict, list]:
+          official_only: bool = False, *, exclude_invalid: bool = False) -> tuple[dict, dict, list]:
     """Compute (metrics, unified, rows) for a tree without writing anything but the VAD cache.
 
     official_only skips the unified column (and its VAD): unified metrics are {} and no rows.
+    cache_dir is the VAD cache root (default user_cache_dir()/vad); `out` is not used for it.
+    exclude_invalid: see the module docstring.
     """
     tree = Path(tree)
     workers = jobs or os.cpu_count() or 1
-    samples = _load_samples(tree, failures or {})
+    samples = _load_samples(tree, failures or {}, exclude_invalid)
     judge = _judge(tree)
     if icc_gt is None and (tree / "icc_gt_distribution.json").is_file():
         icc_gt = tree / "icc_gt_distribution.json"
@@ -156,10 +231,10 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
     if icc_gt and not Path(icc_gt).is_file():
         raise InputError(str(icc_gt), "ICC ground-truth file not found")
 
-    jobs_u, jobs_o = _vad_jobs(tree, samples)
+    jobs_u, jobs_o = _vad_jobs(tree, samples, exclude_invalid)
     if official_only:
         jobs_u = []
-    cache = Path(cache_dir) if cache_dir else default_cache_dir(Path(out or tree))
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
     probs = _probabilities(jobs_u, jobs_o, cache, vad_backend, workers, quiet)
     vad_segs = {s.key: _interrupt_segments(s, probs[(p, feed)]) for p, feed, s in jobs_u}
     off_segs: dict[str, dict] = {}
@@ -178,23 +253,32 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
            "vad": vad_record(vad_backend),
            "subsets": {}}
     all_rows: list[dict] = []
+    official_cols = {}
+    with ExitStack() as stack:  # the temporary views without invalid samples
+        for subset, ss in samples.items():
+            official_cols[subset] = _official_column(tree, subset, task_of(subset), ss, off_segs, gt,
+                                                     judge, exclude_invalid, stack)
+    rating_label = None if judge is None else (
+        "official" if judge.get("official") else str(judge.get("model") or judge.get("judge")))
     for subset, ss in samples.items():
         task = task_of(subset)
         rows = [] if official_only else _rows(task, ss, vad_segs)
-        off, notes = _official(tree, subset, task, off_segs, gt, judge)
+        off, notes = official_cols[subset]
         um = summary.unified_metrics(task, rows) if rows else {}
         cnt = summary.counts(task, rows) if rows else summary.counts(task, [
             {"eligible": s.eligible, "reasons": s.reasons} for s in ss], base_only=True)
         cov = cnt["eligible"] / cnt["selected"] if cnt["selected"] else None
         metrics["subsets"][subset] = {"n": len(ss), "official": off, "unified": um,
                                       "counts": cnt, "coverage": cov}
+        invalid = [{"sample_id": s.key, "reason": s.invalid[0], "problem": s.invalid[1]}
+                   for s in ss if s.invalid is not None]
         entry = {"task": task, "n": len(ss), "counts": cnt, "coverage": cov, "metrics": um,
-                 "official": off, "official_notes": notes}
+                 "official": off, "official_notes": notes, "invalid": invalid}
         if task in ("smooth_turn_taking", "user_interruption"):
             entry["min_observable_s"] = summary.min_observable_s(rows)
         if task == "user_interruption":
-            entry["rating_label"] = None if judge is None else (
-                "official" if judge.get("official") else str(judge.get("model") or judge.get("judge")))
+            entry["rating_label"] = rating_label
+            metrics["subsets"][subset]["rating_label"] = rating_label
         uni["subsets"][subset] = entry
         all_rows += rows
     validate("metrics", metrics, "metrics.json")
@@ -207,16 +291,17 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
 def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
                *, vad_backend: str = "onnx", jobs: int | None = None,
                failures: dict[str, str] | None = None, quiet: bool = False,
-               official_only: bool = False) -> dict:
+               official_only: bool = False, exclude_invalid: bool = False) -> dict:
     """Score a Full-Duplex-Bench v1.0 tree into out/{metrics.json, unified.json, unified-samples.jsonl}.
 
     failures maps "subset/id" to a reason (e.g. "failed:duplex-runner") for samples an
-    upstream stage failed; those samples are ineligible. Returns the metrics.json content.
-    Raises InputError (bad input, nothing written).
+    upstream stage failed; those samples are ineligible. exclude_invalid turns a sample's
+    load-time problem into the ineligibility reason "invalid:<code>" instead of an error.
+    Returns the metrics.json content. Raises InputError (bad input, nothing written).
     """
     out = Path(out)
     metrics, uni, rows = build(Path(tree), icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet,
-                               official_only)
+                               official_only, exclude_invalid=exclude_invalid)
     write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
                out / "unified-samples.jsonl": jsonl(rows)})
     if not quiet:

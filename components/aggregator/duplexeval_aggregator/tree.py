@@ -2,7 +2,9 @@
 
 A sample is ineligible (listed with its reasons, never dropped) when a file it needs is
 missing or a status file says a stage failed. An eligible sample whose times fail a check
-stops the whole run with the sample id and the problem.
+stops the whole run with the sample id and the problem (strict, the default), or, when the
+caller excludes invalid samples (`aggregator fdb-v1 --exclude-invalid`, the pipeline stage),
+becomes ineligible with the reason "invalid:<code>" and keeps the one-line problem.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import soundfile as sf
 
 from duplexeval_common.samples import id_sort_key as sort_key
+from duplexeval_common.samples import inside, name_problem
 from duplexeval_common.samples import known_task as task_of
 
 from .errors import InputError
@@ -24,6 +28,9 @@ ANNOTATION = {"pause_handling": "pause.json", "smooth_turn_taking": "turn_taking
               "user_interruption": "interrupt.json", "backchannel": None}
 STATUS_FILES = ("status.json", "runner.json", "transcript.json", "asr.json")
 OK_STATUSES = {"ok", "success", "succeeded", "done", "completed"}
+# A word may end a little after the input window (ASR alignment of the last word); an end more
+# than this past T is a load-time problem.
+WORD_END_TOLERANCE_S = 0.5
 
 
 @dataclass
@@ -42,6 +49,7 @@ class Sample:
     output_sr: int | None = None
     output_channels: int | None = None
     rating: int | None = None
+    invalid: tuple[str, str] | None = None  # (reason, one-line problem): the first load-time problem
 
     @property
     def key(self) -> str:
@@ -57,14 +65,41 @@ def read_json(path: Path, where: str):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(where, f"{path.name} is not valid JSON ({exc})") from None
+        raise InputError(where, f"{path.name} is not valid JSON ({exc})", "bad-json") from None
+
+
+def invalid_reason(exc: InputError) -> str:
+    """The countable reason of a sample excluded for a load-time problem: "invalid:<code>"."""
+    code = getattr(exc, "code", None)
+    if not code:
+        code = ("bad-json" if "is not valid JSON" in exc.problem else
+                "no-icc-ground-truth" if "ground-truth distribution" in exc.problem else "bad-input")
+    return f"invalid:{code}"
+
+
+def mark_invalid(s: "Sample", exc: InputError) -> None:
+    """Make a sample ineligible for a load-time problem; the first problem is the one kept."""
+    reason = invalid_reason(exc)
+    if s.invalid is None:
+        s.invalid = (reason, exc.problem)
+    s.reasons = sorted(set(s.reasons) | {reason})
+
+
+def _inside_tree(tree: Path, p: Path, where: str, what: str) -> None:
+    """Refuse a folder of the tree that is a link leaving it (nothing outside the tree is read)."""
+    if not inside(tree, p):
+        raise InputError(where, f"{what} is a link leaving the tree")
 
 
 def discover_subsets(tree: Path) -> list[tuple[str, str]]:
     if not tree.is_dir():
         raise InputError(str(tree), "tree folder does not exist")
-    return sorted((p.name, task_of(p.name)) for p in tree.iterdir()
-                  if p.is_dir() and not p.name.startswith(".") and task_of(p.name))
+    found = []
+    for p in tree.iterdir():
+        if p.is_dir() and not p.name.startswith(".") and task_of(p.name):
+            _inside_tree(tree, p, p.name, "subset folder")
+            found.append((p.name, task_of(p.name)))
+    return sorted(found)
 
 
 NO_SUBSET = ("no subset folder (names ending with pause_handling, turn_taking, backchannel "
@@ -109,35 +144,66 @@ def manifest_samples(tree: Path) -> dict[str, list[dict]] | None:
     if not isinstance(rows, dict) or not isinstance(rows.get("samples"), list):
         raise InputError("manifest.json", "has no samples list")
     by: dict[str, list[dict]] = {}
-    for r in rows["samples"]:
+    seen = set()
+    for i, r in enumerate(rows["samples"]):
+        if not isinstance(r, dict):
+            raise InputError("manifest.json", f"sample row {i} is not an object")
+        for field_name in ("subset", "id"):
+            problem = name_problem(r.get(field_name))
+            if problem:
+                raise InputError("manifest.json", f"sample row {i}: {field_name} {problem}")
+        if (r["subset"], r["id"]) in seen:
+            raise InputError("manifest.json", f"duplicate sample {r['subset']}/{r['id']}")
+        seen.add((r["subset"], r["id"]))
         by.setdefault(str(r["subset"]), []).append(r)
     return by
 
 
 def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
-                   failures: dict[str, str]) -> list[Sample]:
+                   failures: dict[str, str],
+                   on_invalid: Callable[[Sample, InputError], None] | None = None) -> list[Sample]:
+    """The subset's samples with their ineligibility reasons.
+
+    A status file that is not valid JSON raises InputError, or, with on_invalid, is passed
+    to it (the sample is then marked invalid by the caller).
+    """
     sub = tree / subset
     if manifest is not None and subset in manifest:
         ids = [str(r["id"]) for r in manifest[subset]]
     else:
         ids = [p.name for p in sub.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        for sid in ids:
+            problem = name_problem(sid)
+            if problem:
+                raise InputError(f"{subset}/{sid[:80]}", f"sample folder name {problem}")
     samples = []
     for sid in sorted(set(ids), key=sort_key):
         s = Sample(subset, sid, task, sub / sid)
+        if s.dir.exists():
+            _inside_tree(tree, s.dir, s.key, "sample folder")
         if not s.dir.is_dir():
             s.reasons.append("missing:sample folder")
         else:
             need = ["input.wav", ANNOTATION[task], "output.wav", "output.json"]
             s.reasons += [f"missing:{n}" for n in need if n and not (s.dir / n).is_file()]
+            bad = None
             for name in STATUS_FILES:
                 p = s.dir / name
                 if p.is_file():
-                    st = read_json(p, s.key)
+                    try:
+                        st = read_json(p, s.key)
+                    except InputError as exc:
+                        if on_invalid is None:
+                            raise
+                        bad = bad or exc
+                        continue
                     if isinstance(st, dict) and "status" in st and st["status"] not in OK_STATUSES:
                         s.reasons.append(f"failed:{name[:-5]}")
         if s.key in failures:
             s.reasons.append(reason_code(failures[s.key]))
         s.reasons = sorted(set(s.reasons))
+        if s.dir.is_dir() and bad is not None:
+            on_invalid(s, bad)
         samples.append(s)
     return samples
 
@@ -146,7 +212,7 @@ def check_manifest_hashes(s: Sample, row: dict, sha256_file) -> None:
     for name, digest in sorted((row.get("files") or {}).items()):
         p = s.dir / name
         if name in ("input.wav", ANNOTATION[s.task]) and p.is_file() and sha256_file(p) != digest:
-            raise InputError(s.key, f"{name} differs from manifest.json")
+            raise InputError(s.key, f"{name} differs from manifest.json", "manifest-hash")
 
 
 # ---- load-time checks of an eligible sample ----
@@ -155,27 +221,27 @@ def _wav_info(path: Path, where: str):
     try:
         return sf.info(str(path))
     except RuntimeError as exc:
-        raise InputError(where, f"{path.name} is not readable audio ({exc})") from None
+        raise InputError(where, f"{path.name} is not readable audio ({exc})", "unreadable-audio") from None
 
 
-def _time(x, where: str, what: str) -> int:
+def _time(x, where: str, what: str, code: str = "bad-annotation") -> int:
     if not is_number(x):
-        raise InputError(where, f"{what} is not a number ({x!r})")
+        raise InputError(where, f"{what} is not a number ({x!r})", code)
     return to_us(x)
 
 
-def _inside(t: int, T: int, where: str, what: str) -> None:
+def _inside(t: int, T: int, where: str, what: str, code: str = "annotation-outside-window") -> None:
     if not 0 <= t <= T:
-        raise InputError(where, f"{what} {t / 1e6:.6f} s is outside the window [0, {T / 1e6:.6f}]")
+        raise InputError(where, f"{what} {t / 1e6:.6f} s is outside the window [0, {T / 1e6:.6f}]", code)
 
 
 def _annotation_items(obj, where: str, name: str) -> list:
     if not isinstance(obj, list) or not obj:
-        raise InputError(where, f"{name} lists nothing")
+        raise InputError(where, f"{name} lists nothing", "bad-annotation")
     for i, it in enumerate(obj):
         ts = it.get("timestamp") if isinstance(it, dict) else None
         if not isinstance(ts, list) or len(ts) < 2:
-            raise InputError(where, f"{name} item {i} has no [start, end] timestamp")
+            raise InputError(where, f"{name} item {i} has no [start, end] timestamp", "bad-annotation")
     return obj
 
 
@@ -183,20 +249,25 @@ def load_words(s: Sample) -> None:
     out = read_json(s.dir / "output.json", s.key)
     chunks = out.get("chunks") if isinstance(out, dict) else None
     if not isinstance(chunks, list):
-        raise InputError(s.key, "output.json has no chunks list")
+        raise InputError(s.key, "output.json has no chunks list", "bad-words")
     words = []
+    tolerance = to_us(WORD_END_TOLERANCE_S)
     for i, c in enumerate(chunks):
         ts = c.get("timestamp") if isinstance(c, dict) else None
         if not isinstance(ts, list) or len(ts) < 2:
-            raise InputError(s.key, f"output.json word {i} has no [start, end] timestamp")
+            raise InputError(s.key, f"output.json word {i} has no [start, end] timestamp", "bad-words")
         if ts[0] is None:
-            raise InputError(s.key, f"output.json word {i} has no start time")
-        a = _time(ts[0], s.key, f"output.json word {i} start")
-        b = a if ts[1] is None else _time(ts[1], s.key, f"output.json word {i} end")
+            raise InputError(s.key, f"output.json word {i} has no start time", "bad-words")
+        a = _time(ts[0], s.key, f"output.json word {i} start", "bad-words")
+        b = a if ts[1] is None else _time(ts[1], s.key, f"output.json word {i} end", "bad-words")
         if b < a:
             raise InputError(s.key, f"output.json word {i} ends ({b / 1e6:.6f} s) before it starts "
-                                    f"({a / 1e6:.6f} s)")
-        _inside(a, s.T_us, s.key, f"output.json word {i} starts at")
+                                    f"({a / 1e6:.6f} s)", "word-end-before-start")
+        _inside(a, s.T_us, s.key, f"output.json word {i} starts at", "word-start-outside-window")
+        if b > s.T_us + tolerance:
+            raise InputError(s.key, f"output.json word {i} ends at {b / 1e6:.6f} s, more than "
+                                    f"{WORD_END_TOLERANCE_S} s past the window end T = "
+                                    f"{s.T_us / 1e6:.6f} s", "word-end-past-window")
         words.append((a, b))
     s.words = sorted(words)
 
@@ -218,10 +289,10 @@ def load_sample(s: Sample) -> None:
             _inside(a, s.T_us, s.key, f"pause {i} starts at")
             _inside(b, s.T_us, s.key, f"pause {i} ends at")
             if a > b:
-                raise InputError(s.key, f"pause {i} ends before it starts")
+                raise InputError(s.key, f"pause {i} ends before it starts", "bad-annotation")
             if prev_end is not None and a < prev_end:
                 raise InputError(s.key, f"pause {i} starts before pause {i - 1} ends "
-                                        "(pauses must be sorted and not overlap)")
+                                        "(pauses must be sorted and not overlap)", "bad-annotation")
             prev_end = b
             s.pauses.append((a, b))
     elif s.task == "smooth_turn_taking":
@@ -235,19 +306,20 @@ def load_sample(s: Sample) -> None:
         _inside(s.S_us, s.T_us, s.key, "interruption onset S at")
         _inside(s.R_us, s.T_us, s.key, "interruption end R at")
         if s.S_us > s.R_us:
-            raise InputError(s.key, "interruption onset S is after its end R")
+            raise InputError(s.key, "interruption onset S is after its end R", "bad-annotation")
         for a, _ in s.words:
             if a < s.R_us:
                 raise InputError(s.key, f"output.json word starts at {a / 1e6:.6f} s, before the "
-                                        f"interruption end R = {s.R_us / 1e6:.6f} s")
+                                        f"interruption end R = {s.R_us / 1e6:.6f} s", "word-before-R")
         # output.wav must hold T seconds of samples (to within one output sample)
         if abs(out.frames * info.samplerate - info.frames * out.samplerate) > info.samplerate:
             raise InputError(s.key, f"output.wav lasts {out.frames / out.samplerate:.6f} s, "
-                                    f"input.wav {info.frames / info.samplerate:.6f} s")
+                                    f"input.wav {info.frames / info.samplerate:.6f} s", "output-length")
         r = s.dir / "rating.json"
         if r.is_file():
             obj = read_json(r, s.key)
             rating = obj.get("rating") if isinstance(obj, dict) else None
             if not isinstance(rating, int) or isinstance(rating, bool) or not 0 <= rating <= 5:
-                raise InputError(s.key, f"rating.json has no integer rating in 0..5 ({rating!r})")
+                raise InputError(s.key, f"rating.json has no integer rating in 0..5 ({rating!r})",
+                                 "bad-rating")
             s.rating = rating

@@ -1,4 +1,4 @@
-"""Unified user interruption (seed 002): outcomes from VAD at S and R and the words after R.
+"""Unified user interruption (sglang-omni unified duplex metrics): outcomes from VAD at S and R and the words after R.
 
 segments: (start_us, end_us, runs_to_end) on the input timeline, from Silero VAD on
 output.wav with threshold 0.5, minimum speech 250 ms, minimum silence 100 ms, no padding.

@@ -1,4 +1,4 @@
-"""Unified pause handling (seed 002): onsets at or after the first pause start intrude.
+"""Unified pause handling (sglang-omni unified duplex metrics): onsets at or after the first pause start intrude.
 
 Each pause owns the time from its start to the next pause start; the last owns it to T.
 Pause seconds covered by word spans are measured on the union of the spans.

@@ -1,4 +1,4 @@
-"""Unified smooth turn-taking (seed 002): early_start, response or no_response around E."""
+"""Unified smooth turn-taking (sglang-omni unified duplex metrics): early_start, response or no_response around E."""
 
 from __future__ import annotations
 

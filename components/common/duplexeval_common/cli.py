@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
+import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
+from . import schemas
 from .errors import DuplexEvalError
 from .jsonio import read_json_object
 from .registry import Entry, Registry
-from .stage import Stage
+from .secrets import expand, scrub
+from .stage import EXIT_CRASH, EXIT_STOPPED, Stage
 
 
 def one_line_errors(fn: Callable) -> Callable:
-    """Turn a DuplexEvalError into `error: ...` and exit code 2."""
+    """Exit codes with one meaning each: a DuplexEvalError is `error: ...` on one line and exit 2
+    (a stage-stopping error: bad config, missing model); any other exception is a crash: its
+    traceback (secrets scrubbed) and exit 3."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except DuplexEvalError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            click.echo(scrub(f"error: {exc}"), err=True)
+            sys.exit(EXIT_STOPPED)
+        except (KeyboardInterrupt, SystemExit, click.exceptions.ClickException, click.exceptions.Abort):
+            raise
+        except Exception:  # noqa: BLE001 - a crash: keep the trace, give it its own exit code
+            click.echo(scrub(traceback.format_exc()), err=True, nl=False)
+            click.echo(f"error: internal error (crash); exit code {EXIT_CRASH}", err=True)
+            sys.exit(EXIT_CRASH)
     return wrapper
 
 
@@ -36,11 +48,49 @@ def _parse_shard(value: str) -> tuple[int, int]:
         raise click.BadParameter("expected i/n with 0 <= i < n") from None
 
 
-def load_config(path: Path | None) -> dict:
-    return {} if path is None else read_json_object(path, f"config {path}")
+def load_config(path: Path | None, component: str | None = None) -> dict:
+    """A stage's settings: checked against schemas/config-<component>.schema.json (unknown keys
+    are one-line errors), secret references expanded from the environment."""
+    config = {} if path is None else read_json_object(path, f"config {path}")
+    if component:
+        check_config(component, config)
+    return expand(config)
 
 
-def run_command(make_stage: Callable[[dict], Stage]) -> click.Command:
+def check_config(component: str, config: dict) -> None:
+    """One line for the first problem of a stage config, against its schema."""
+    try:
+        schemas.load_schema(f"config-{component}")
+    except DuplexEvalError:
+        return  # a component without a config schema (tests' toy stages)
+    schema = schemas.load_schema(f"config-{component}")
+    known = sorted(schema.get("properties", {}))
+    unknown = sorted(set(config) - set(known))
+    if unknown:
+        raise DuplexEvalError(f"unknown {component} setting(s) {', '.join(unknown)} "
+                              f"(known: {', '.join(known)})")
+    msg = schemas.problem(f"config-{component}", config)
+    if msg:
+        raise DuplexEvalError(f"{component} config: {msg.split(': ', 1)[1]}")
+
+
+def check_kwargs(what: str, fn: Callable, kwargs: dict) -> None:
+    """A one-line error when `fn(**kwargs)` would not accept these arguments (unknown or missing)."""
+    try:
+        inspect.signature(fn).bind(**kwargs)
+    except TypeError as exc:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        raise DuplexEvalError(f"{what}: {exc} (known: {', '.join(params) or 'none'})") from None
+
+
+def build(what: str, cls: Callable, kwargs: dict) -> Any:
+    """`cls(**kwargs)` with its arguments checked first (one line instead of a TypeError trace)."""
+    check_kwargs(what, cls, kwargs)
+    return cls(**kwargs)
+
+
+def run_command(make_stage: Callable[[dict], Stage], component: str | None = None) -> click.Command:
     """The standard `run` subcommand for a component's click group."""
     @click.command("run")
     @click.option("--input", "inputs", multiple=True, type=click.Path(path_type=Path),
@@ -53,15 +103,39 @@ def run_command(make_stage: Callable[[dict], Stage]) -> click.Command:
     @click.option("--shard", default="0/1", help="Run only every n-th sample, starting at i (i/n).")
     @one_line_errors
     def run(inputs, output, config_path, allow_failures, shard):
-        """Run this component as one pipeline stage."""
-        config = load_config(config_path)
+        """Run this component as one pipeline stage.
+
+        Exit codes: 0 every sample ok; 1 some samples failed (the stage completed, stage.json
+        says which and why); 2 an error that stopped the stage (bad config, missing model);
+        3 a crash."""
+        if not inputs:
+            raise DuplexEvalError("run needs at least one --input folder (a stage folder, or the "
+                                  "dataset's source folder)")
+        shard_in = _parse_shard(shard)
+        config = load_config(config_path, component)
         stage = make_stage(config)
-        sys.exit(stage.run(list(inputs), output, config, allow_failures, _parse_shard(shard)))
+        sys.exit(stage.run(list(inputs), output, config, allow_failures, shard_in))
     return run
 
 
-def component_group(help: str, version: str, make_stage: Callable[[dict], Stage], registry: Registry,
-                    note: Callable[[Entry], str | None] | None = None) -> click.Group:
+def check_command(make_stage: Callable[[dict], Stage], component: str | None = None) -> click.Command:
+    """`check --config FILE`: validate a stage's settings (names, arguments, installed packages)
+    without loading a model or reading any sample; the orchestrator calls it before running."""
+    @click.command("check")
+    @click.option("--config", "config_path", type=click.Path(path_type=Path), help="JSON settings of this stage.")
+    @one_line_errors
+    def check(config_path):
+        """Check this stage's settings without running it."""
+        config = load_config(config_path, component)
+        stage = make_stage(config)
+        if stage.check:
+            stage.check(config)
+        click.echo("ok")
+    return check
+
+
+def component_group(component: str, help: str, version: str, make_stage: Callable[[dict], Stage],
+                    registry: Registry, note: Callable[[Entry], str | None] | None = None) -> click.Group:
     """A component's command: `run` (the stage) and `list` (its registry), plus --version."""
     @click.group(help=help)
     @click.version_option(version)
@@ -77,5 +151,6 @@ def component_group(help: str, version: str, make_stage: Callable[[dict], Stage]
             if extra:
                 click.echo(f"{'':{width}}{extra}")
 
-    group.add_command(run_command(make_stage))
+    group.add_command(run_command(make_stage, component))
+    group.add_command(check_command(make_stage, component))
     return group

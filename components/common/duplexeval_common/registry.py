@@ -28,6 +28,10 @@ class Registry:
         self._entries: dict[str, Entry] = {}
 
     def add(self, name: str, target: str, summary: str, install: str = "") -> None:
+        """Register `name`; a name already taken is a programming error (ValueError)."""
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered "
+                             f"(as {self._entries[name].target})")
         self._entries[name] = Entry(name, target, summary, install)
 
     def names(self) -> list[str]:

@@ -6,6 +6,8 @@ precedence over an earlier one, so a stage sees one merged view of a sample.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,46 @@ _TASK_SUFFIXES = (
     ("backchannel", "backchannel"),
     ("user_interruption", "user_interruption"),
 )
+
+
+# A sample id or subset name is one plain path component: letters, digits, '_', '-', '.',
+# starting with a letter or digit, no '..', at most 128 characters (schemas/*.schema.json use the
+# same pattern). So `<subset>/<id>` can never name a folder outside `samples/`.
+NAME_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+_NAME = re.compile(NAME_PATTERN)
+
+
+def name_problem(value: object) -> str | None:
+    """Why `value` is not a safe sample id or subset name, or None when it is."""
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if not value:
+        return "is empty"
+    if "/" in value or "\\" in value or os.sep in value:
+        return f"{value!r} contains a path separator"
+    if ".." in value:
+        return f"{value!r} contains '..'"
+    if not _NAME.match(value):
+        return (f"{value[:80]!r} is not a plain name (letters, digits, '_', '-', '.', starting with a "
+                "letter or digit, at most 128 characters)")
+    return None
+
+
+def check_name(value: object, what: str) -> str:
+    """`value` when it is a safe sample id / subset name; else a one-line DuplexEvalError."""
+    problem = name_problem(value)
+    if problem:
+        raise DuplexEvalError(f"{what} {problem}")
+    return value  # type: ignore[return-value]
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether `path`, with every link resolved, lies inside `root` (also resolved)."""
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+        return True
+    except ValueError:
+        return False
 
 
 def known_task(subset: str) -> str | None:
@@ -52,6 +94,10 @@ class Sample:
     subset: str
     id: str
 
+    def __post_init__(self) -> None:
+        check_name(self.subset, "subset name")
+        check_name(self.id, f"sample id in subset {self.subset!r}:")
+
     @property
     def key(self) -> str:
         return f"{self.subset}/{self.id}"
@@ -74,6 +120,7 @@ class Inputs:
                 raise DuplexEvalError(f"input folder {d} does not exist")
         self._records = [read_json(d / STAGE_RECORD) if (d / STAGE_RECORD).is_file() else None
                          for d in self.dirs]
+        self._samples: list[Sample] | None = None
 
     def root_file(self, name: str) -> Path | None:
         for d in reversed(self.dirs):
@@ -82,23 +129,52 @@ class Inputs:
         return None
 
     def samples(self) -> list[Sample]:
-        """From the dataset manifest when there is one, else from the folders."""
+        """From the dataset manifest when there is one, else from the folders.
+
+        Every id and subset name is checked (a one-line error names the bad one), and a
+        duplicate manifest row is an error, never silently merged.
+        """
+        if self._samples is not None:
+            return self._samples
         manifest = self.root_file(MANIFEST)
+        found: set[Sample] = set()
         if manifest is not None:
-            rows = read_json(manifest)["samples"]
-            found = {Sample(r["subset"], r["id"]) for r in rows}
+            rows = read_json(manifest).get("samples")
+            if not isinstance(rows, list):
+                raise DuplexEvalError(f"{manifest}: has no samples list")
+            for i, r in enumerate(rows):
+                if not isinstance(r, dict):
+                    raise DuplexEvalError(f"{manifest}: sample row {i} is not an object")
+                s = Sample(r.get("subset"), r.get("id"))
+                if s in found:
+                    raise DuplexEvalError(f"{manifest}: duplicate sample {s.key}")
+                found.add(s)
         else:
-            found = set()
             for d in self.dirs:
-                for p in (d / SAMPLES).glob("*/*"):
-                    if p.is_dir() and not p.name.startswith("."):
+                root = d / SAMPLES
+                for p in root.glob("*/*"):
+                    if p.name.startswith(".") or p.parent.name.startswith("."):
+                        continue
+                    if not inside(root, p):
+                        raise DuplexEvalError(f"{p.parent.name}/{p.name}: sample folder is a link "
+                                              f"leaving {d}")
+                    if p.is_dir():
                         found.add(Sample(p.parent.name, p.name))
-        return sorted(found, key=Sample.sort_key)
+        self._samples = sorted(found, key=Sample.sort_key)
+        return self._samples
 
     def find(self, sample: Sample, name: str) -> Path | None:
+        """The file `name` of a sample, from the last input that has it.
+
+        A file (or sample folder) that is a link resolving outside its input stage folder is
+        refused with a one-line error naming the sample.
+        """
+        check_name(name, f"{sample.key}: file name")
         for d in reversed(self.dirs):
             p = d / SAMPLES / sample.subset / sample.id / name
             if p.is_file():
+                if not inside(d, p):
+                    raise DuplexEvalError(f"{sample.key}: {name} is a link leaving {d}")
                 return p
         return None
 
@@ -108,6 +184,8 @@ class Inputs:
             if not rec:
                 continue
             status = rec.get("samples", {}).get(sample.key)
+            if status and status["status"] == "skipped":
+                return status.get("reason", f"skipped upstream in {rec['component']}")
             if status and status["status"] != "ok":
                 return f"failed upstream in {rec['component']}: {status.get('reason', '')}"
         return None

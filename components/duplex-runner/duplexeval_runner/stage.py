@@ -96,4 +96,4 @@ def make_stage(config: dict) -> Stage:
     def process(ctx: SampleContext) -> None:
         run_sample(ctx, state["runner"], cfg["seed"])
 
-    return Stage(COMPONENT, __version__, process, setup=setup)
+    return Stage(COMPONENT, __version__, process, setup=setup, check=lambda _config: build_runner(cfg))

@@ -1,10 +1,14 @@
 """The playback buffer: model audio placed on the input timeline.
 
-Every runner places what the model says the same way (model-runners.md §6):
-a chunk that arrives at input-timeline time t starts at
+Every runner places what the model says the same way (the contract in
+protocol.py): a chunk that arrives at input-timeline time t starts at
 `max(round(t * sr), write_pos)`, i.e. when it arrives, or right after what is
 already queued; an interrupt at t discards whatever was queued after
 `round(t * sr)` (it has not played yet) and moves `write_pos` back there.
+Full-Duplex-Bench's clients approximate this with fixed output ticks, e.g. a
+`pending` buffer and a mute on `stop_tts` in
+v1_v1.5/model_inference/freeze-omni/inference.py
+(DanielLin94144/Full-Duplex-Bench @ d7336bd).
 """
 
 from __future__ import annotations

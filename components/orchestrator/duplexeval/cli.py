@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from pathlib import Path
@@ -10,15 +9,17 @@ from pathlib import Path
 import click
 
 from duplexeval_common import schemas
+from duplexeval_common.cache import private_dir, user_cache_dir
 from duplexeval_common.cli import one_line_errors
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.hashing import sha256_json
-from duplexeval_common.jsonio import read_json
+from duplexeval_common.jsonio import atomic_write_text, read_json
+from duplexeval_common.secrets import redact, scrub
 
-from . import __version__, catalog
-from .engine import Engine, require_ok
+from . import __version__, catalog, provenance
+from .engine import Engine, missing_samples
 from .plan import fdb_pipeline
-from .report import print_metrics, print_timing, summary_from_metrics
+from .report import print_missing, print_report, print_timing, summary_from_metrics
+from .runtime import Limits
 from .runtime_local import LocalRuntime
 from .store import Store
 
@@ -58,43 +59,84 @@ def main(ctx, home):
 @click.option("--dataset", default="fdb-mini", show_default=True)
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
 @click.option("--judge", default="embedding-relevance", show_default=True)
-@click.option("--limit", type=int, default=None, help="At most N samples per subset.")
+@click.option("--limit", type=int, default=None, help="At most N samples per subset (N >= 1).")
 @click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
 @click.option("--image", "images", multiple=True, help="COMPONENT=IMAGE: use this image (docker runtime).")
 @click.option("--runner-arg", "runner_args", multiple=True, help="NAME=VALUE passed to the runner.")
+@click.option("--asr-arg", "asr_args", multiple=True, help="NAME=VALUE passed to the ASR backend.")
+@click.option("--judge-arg", "judge_args", multiple=True, help="NAME=VALUE passed to the judge.")
+@click.option("--stage-timeout", type=float, default=None,
+              help="Seconds a stage may run before it is killed (default 21600).")
+@click.option("--memory-gb", type=float, default=None,
+              help="Memory a stage may use, GiB (default 3/4 of the machine's).")
+@click.option("--cpus", type=float, default=None, help="CPUs a stage may use (default all).")
 @click.pass_obj
 @one_line_errors
-def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args):
-    """Run the whole pipeline and print the metrics."""
+def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, asr_args,
+             judge_args, stage_timeout, memory_gb, cpus):
+    """Run the whole pipeline and print the metrics.
+
+    Exit code: 0 when every sample is in the metrics, 1 when the run is partial (the missing
+    samples and why are listed), 2 when a stage failed or a setting is wrong, 3 on a crash."""
     t0 = time.monotonic()
-    plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"))
+    limits = Limits.make(stage_timeout, memory_gb, cpus)
+    plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
+                        _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"))
     rt = _runtime(runtime, _parse_pairs(images, "--image"))
-    results = Engine(store, rt).run(plan)
-    metrics_path = store.stage_dir(results[-1].key) / "metrics.json"
-    summary = summary_from_metrics(read_json(metrics_path)) if results[-1].name == "aggregate" \
-        and metrics_path.is_file() else None
-    status = "failed" if results[-1].status == "failed" else \
-        ("partial" if any(r.status == "partial" for r in results) else "ok")
+    run_id = store.new_run()
+    run_dir = store.run_dir(run_id)
+    pk_sha, pk_list = provenance.packages()
+    atomic_write_text(run_dir / "packages.txt", "".join(f"{line}\n" for line in pk_list))
     record = {
-        "run_id": "", "command": ["duplexeval", *sys.argv[1:]], "runtime": runtime, "dataset": dataset,
-        "model": model, "asr": asr, "judge": judge, "limit": limit, "status": status,
-        "stages": [r.record() for r in results],
-        "environment": {"duplexeval": __version__, "python": platform.python_version(),
-                        "platform": platform.platform()},
-        "summary": summary, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seconds": round(time.monotonic() - t0, 2),
+        "run_id": run_id, "command": [scrub(a) for a in ["duplexeval", *sys.argv[1:]]], "runtime": runtime,
+        "dataset": dataset, "model": model, "asr": asr, "judge": judge, "limit": limit, "status": "running",
+        "stages": [], "limits": limits.record(), "environment": {**provenance.environment(),
+                                                              "duplexeval": __version__},
+        "summary": None, "missing": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": 0.0,
     }
-    record["run_id"] = store.new_run_id(sha256_json([r.key for r in results]))
+    store.write_run(run_id, redact(record), latest=False)
+    cache = user_cache_dir()
+    private_dir(cache)
+    engine = Engine(store, rt, limits, run_dir, cache)
+    try:
+        engine.check(plan)
+        results = engine.run(plan)
+    except DuplexEvalError as exc:
+        record.update(status="failed", reason=str(exc), seconds=round(time.monotonic() - t0, 2))
+        store.write_run(run_id, redact(record))
+        raise
+    last = results[-1]
+    agg_dir = store.stage_dir(last.key)
+    metrics_path = agg_dir / "metrics.json"
+    summary = summary_from_metrics(read_json(metrics_path)) if last.name == "aggregate" \
+        and last.status != "failed" and metrics_path.is_file() else None
+    missing = missing_samples(results)
+    if summary is not None and (agg_dir / "unified.json").is_file():
+        for sub in read_json(agg_dir / "unified.json").get("subsets", {}).values():
+            for bad in sub.get("invalid", []):
+                missing.setdefault(bad["sample_id"], f"aggregate: {bad['reason']} ({bad.get('problem', '')})")
+    failed = [r for r in results if r.status == "failed"]
+    status = "failed" if failed or len(results) < len(plan) else ("partial" if missing else "ok")
+    record["environment"]["machine"]["load_average_end"] = provenance.load_average()
+    record.update(status=status, stages=[r.record() for r in results], summary=summary, missing=missing,
+                  seconds=round(time.monotonic() - t0, 2))
+    if failed:
+        record["reason"] = f"stage {failed[0].name}: {failed[0].reason}"
+    record = redact(record)
     schemas.validate("run", record, "run.json")
-    store.write_run(record["run_id"], record)
-    if summary:
-        print_metrics(summary)
+    store.write_run(run_id, record)
+    if summary is not None:
+        print_report(agg_dir / "report.md")
     print_timing(results)
-    click.echo(f"\nrun {record['run_id']} ({status}) in {record['seconds']:.1f}s: "
-               f"{store.runs / record['run_id'] / 'run.json'}")
-    if summary:
-        click.echo(f"report: {store.stage_dir(results[-1].key) / 'report.md'}")
-    require_ok(results)
+    print_missing(missing)
+    click.echo(f"\nrun {run_id} ({status}) in {record['seconds']:.1f}s: {store.runs / run_id / 'run.json'}")
+    if summary is not None:
+        click.echo(f"report: {agg_dir / 'report.md'}")
+    if failed:
+        raise DuplexEvalError(f"stage {failed[0].name} ({failed[0].component}) failed: {failed[0].reason}")
+    if status == "partial":
+        sys.exit(1)
 
 
 @main.command("runs")
@@ -116,10 +158,14 @@ def show_cmd(store: Store, run):
     rec = read_json(store.resolve_run(run) / "run.json")
     click.echo(f"run {rec['run_id']}: model {rec['model']}, dataset {rec['dataset']}, "
                f"runtime {rec['runtime']}, status {rec['status']}")
-    if rec.get("summary"):
-        print_metrics(rec["summary"])
+    stages = rec.get("stages", [])
+    if stages and stages[-1]["name"] == "aggregate":
+        print_report(store.stage_dir(stages[-1]["key"]) / "report.md")
     from types import SimpleNamespace
-    print_timing([SimpleNamespace(**s) for s in rec["stages"]])
+    print_timing([SimpleNamespace(**s) for s in stages])
+    print_missing(rec.get("missing") or {})
+    if rec.get("reason"):
+        click.echo(f"\nreason: {rec['reason']}")
 
 
 @main.command("models")

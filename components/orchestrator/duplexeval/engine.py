@@ -1,19 +1,37 @@
-"""Run a plan: reuse stages whose key is in the store, run the rest in order."""
+"""Run a plan: check it whole, reuse complete stages, run the rest in order, each under its lock.
+
+Before anything runs, every stage that will run has its settings checked by its own component
+(`<component> check`: names, arguments, installed packages; no model is loaded) and every
+endpoint of a networked stage is tried, so a typo in `--judge` or an unreachable server stops the
+run at once with one line instead of after three stages.
+
+A stage's outcome is classified from its exit code and from a stage.json written by *this*
+invocation (its `invocation` field): 0 ok, 1 partial (some samples failed; the stage completed),
+2 stopped (bad settings, missing model), 3 crashed; a stage killed for its timeout or memory
+limit is failed with that reason. An old stage.json left by an earlier run never turns a crash
+into a partial result.
+"""
 
 from __future__ import annotations
 
+import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_tree
+from duplexeval_common.jsonio import atomic_write_json
 from duplexeval_common.progress import log
+from duplexeval_common.secrets import extract, redact, redact_url
+from duplexeval_common.stage import EXIT_CRASH, EXIT_OK, EXIT_SAMPLES_FAILED, EXIT_STOPPED
 
-from .plan import Source, StageSpec
-from .store import Store, stage_key
+from .plan import Source, StageSpec, endpoints
+from .runtime import Call, Limits
+from .store import Store, content_digest, not_ok, stage_key
 
-SAMPLE_FAILURES = 1  # a stage's exit code when only some samples failed
+CHECK_LIMITS = Limits(timeout_s=300.0)
 
 
 @dataclass
@@ -23,73 +41,198 @@ class StageResult:
     key: str
     identity: str
     cached: bool
-    status: str
+    status: str                       # ok | partial | failed
     seconds: float
     failed_samples: int
+    skipped_samples: int
     config: dict
+    inputs: list[str]
+    reason: str = ""
+    not_ok: dict = field(default_factory=dict)  # sample -> "failed: reason" / "skipped: reason"
+    provenance: dict = field(default_factory=dict)
 
     def record(self) -> dict:
-        return dict(self.__dict__)
+        d = {k: v for k, v in self.__dict__.items() if k != "not_ok"}
+        return redact(d)
 
 
-def _failed_count(store: Store, key: str) -> int:
-    from duplexeval_common.jsonio import read_json
-    rec = store.stage_dir(key) / "stage.json"
-    if not rec.is_file():
-        return 0
-    return sum(s["status"] == "failed" for s in read_json(rec)["samples"].values())
+@dataclass
+class _Prepared:
+    spec: StageSpec
+    config: dict                      # secrets replaced by ${DUPLEXEVAL_SECRET_n} references
+    secret_env: dict[str, str]
 
 
 class Engine:
-    def __init__(self, store: Store, runtime):
+    def __init__(self, store: Store, runtime, limits: Limits | None = None, run_dir: Path | None = None,
+                 cache: Path | None = None):
         self.store, self.runtime = store, runtime
+        self.limits = limits or Limits()
+        self.run_dir = run_dir
+        self.cache = cache
+        self._sources: dict[Path, str] = {}
 
-    def _inputs(self, spec: StageSpec, done: dict[str, StageResult]) -> tuple[list[str], list[Path]]:
-        keys, dirs = [], []
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _prepare(self, plan: list[StageSpec]) -> list[_Prepared]:
+        out = []
+        for spec in plan:
+            config, env = extract(spec.config)
+            out.append(_Prepared(spec, config, env))
+        return out
+
+    def _source_digest(self, src: Source) -> str:
+        if src.path not in self._sources:
+            self._sources[src.path] = f"source:{src.name}:sha256:{sha256_tree(src.path)}"
+        return self._sources[src.path]
+
+    def _inputs(self, spec: StageSpec, done: dict[str, dict]) -> tuple[list[str], list[Path], set[str]] | None:
+        """(digests, folders, samples not completed upstream), or None when an input is unknown."""
+        digests, dirs, upstream = [], [], set()
         for inp in spec.inputs:
             if isinstance(inp, Source):
-                keys.append(f"source:{inp.name}:sha256:{sha256_tree(inp.path)}")
+                digests.append(self._source_digest(inp))
                 dirs.append(inp.path)
+            elif inp in done:
+                rec = done[inp]
+                digests.append(content_digest(rec))
+                dirs.append(self.store.stage_dir(rec["key"]))
+                upstream |= set(not_ok(rec))
             else:
-                keys.append(done[inp].key)
-                dirs.append(self.store.stage_dir(done[inp].key))
-        return keys, dirs
+                return None
+        return digests, dirs, upstream
+
+    def _log_file(self, name: str) -> Path | None:
+        if self.run_dir is None:
+            return None
+        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        return self.run_dir / "logs" / f"{name}.log"
+
+    # ---- the whole plan, checked first -------------------------------------------------------
+
+    def check(self, plan: list[StageSpec]) -> list[str]:
+        """Check every stage that will run; return their names. Raises DuplexEvalError."""
+        prepared = self._prepare(plan)
+        done: dict[str, dict] = {}
+        to_check: list[_Prepared] = []
+        for p in prepared:
+            ins = self._inputs(p.spec, done)
+            if ins is not None:
+                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), p.config, ins[0])
+                rec = self.store.complete(key, ins[2])
+                if rec is not None:
+                    done[p.spec.name] = {**rec, "key": key}
+                    continue
+            to_check.append(p)
+        for p in to_check:
+            for url in endpoints(p.spec) if p.spec.network else []:
+                reachable(url, p.spec.name)
+        for p in to_check:
+            self._check_stage(p)
+        return [p.spec.name for p in to_check]
+
+    def _check_stage(self, p: _Prepared) -> None:
+        cfg_dir = (self.run_dir or self.store.root) / "checks"
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        cfg = cfg_dir / f"{p.spec.name}.json"
+        atomic_write_json(cfg, p.config)
+        call = Call(p.spec.component, "check", cfg, secret_env=p.secret_env, pass_env=p.spec.keys,
+                    log_file=self._log_file(f"check-{p.spec.name}"), quiet=True)
+        outcome = self.runtime.run(call, CHECK_LIMITS)
+        if outcome.rc != EXIT_OK:
+            why = outcome.last_error or outcome.reason or f"exit code {outcome.rc}"
+            raise DuplexEvalError(f"stage {p.spec.name} ({p.spec.component}): {why}")
+
+    # ---- running -----------------------------------------------------------------------------
 
     def run(self, plan: list[StageSpec]) -> list[StageResult]:
-        done: dict[str, StageResult] = {}
-        for spec in plan:
-            result = self._run_stage(spec, done)
-            done[spec.name] = result
+        done_records: dict[str, dict] = {}
+        results: list[StageResult] = []
+        for p in self._prepare(plan):
+            result, record = self._run_stage(p, done_records)
+            results.append(result)
+            if record is not None:
+                done_records[p.spec.name] = {**record, "key": result.key}
             if result.status == "failed":
                 break
-        return list(done.values())
+        return results
 
-    def _run_stage(self, spec: StageSpec, done: dict[str, StageResult]) -> StageResult:
+    def _run_stage(self, p: _Prepared, done: dict[str, dict]) -> tuple[StageResult, dict | None]:
+        spec = p.spec
         identity = self.runtime.identity(spec.component)
-        input_keys, input_dirs = self._inputs(spec, done)
-        key = stage_key(spec.component, identity, spec.config, input_keys)
+        ins = self._inputs(spec, done)
+        assert ins is not None, f"stage {spec.name} runs before its inputs"
+        digests, dirs, upstream = ins
+        key = stage_key(spec.component, identity, p.config, digests)
         t0 = time.monotonic()
-        if self.store.complete(key):
-            log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  cached")
-            return StageResult(spec.name, spec.component, key, identity, True, "ok", 0.0, 0, spec.config)
-        log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  running")
-        config = self.store.write_config(key, spec.config)
-        rc = self.runtime.run(spec.component, key, input_dirs, self.store.stage_dir(key), config,
-                              network=spec.network, cache=self.store.root / "cache")
-        seconds = round(time.monotonic() - t0, 2)
-        failed = _failed_count(self.store, key)
-        if rc == 0:
-            status = "ok"
-        elif rc == SAMPLE_FAILURES and (self.store.stage_dir(key) / "stage.json").is_file():
-            status = "partial"
-        else:
-            status = "failed"
-        log(f"    {spec.name} {status} in {seconds:.1f}s" + (f" ({failed} samples failed)" if failed else ""))
+        prov = self.runtime.provenance(spec.component)
+
+        def result(cached: bool, status: str, record: dict | None, reason: str = "") -> StageResult:
+            bad = not_ok(record) if record else {}
+            failed = sum(v.startswith("failed") for v in bad.values())
+            return StageResult(spec.name, spec.component, key, identity, cached, status,
+                               round(time.monotonic() - t0, 2), failed, len(bad) - failed, p.config, digests,
+                               reason, bad, prov)
+
+        def waiting() -> None:
+            log(f"    {spec.name}: another run is computing stage {key[:12]}; waiting for it")
+
+        with self.store.lock(key, waiting):
+            record = self.store.complete(key, upstream)
+            if record is not None:
+                log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  cached")
+                return result(True, "ok", record), record
+            log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  running")
+            config = self.store.write_config(key, p.config)
+            call = Call(spec.component, "run", config, key, dirs, self.store.stage_dir(key), self.cache,
+                        spec.network, p.secret_env, spec.keys, self._log_file(spec.name))
+            outcome = self.runtime.run(call, self.limits)
+            record = self.store.record(key)
+            fresh = record is not None and record.get("invocation") == call.invocation
+            status, reason = classify(outcome, fresh)
+        res = result(False, status, record if fresh else None, reason)
+        note = f" ({res.failed_samples} samples failed)" if res.failed_samples else ""
+        log(f"    {spec.name} {status} in {res.seconds:.1f}s{note}")
         if status == "failed":
-            log(f"error: stage {spec.name} ({spec.component}) exited with code {rc}")
-        return StageResult(spec.name, spec.component, key, identity, False, status, seconds, failed, spec.config)
+            log(f"error: stage {spec.name} ({spec.component}) failed: {reason}")
+        return res, (record if fresh and status != "failed" else None)
 
 
-def require_ok(results: list[StageResult]) -> None:
-    if results and results[-1].status == "failed":
-        raise DuplexEvalError(f"stage {results[-1].name} failed; see the messages above")
+def classify(outcome, fresh: bool) -> tuple[str, str]:
+    """(status, reason) of one stage invocation."""
+    if outcome.rc is None:
+        return "failed", outcome.reason
+    if outcome.rc in (EXIT_OK, EXIT_SAMPLES_FAILED):
+        if not fresh:
+            return "failed", f"exited with code {outcome.rc} without writing its stage record"
+        return ("ok", "") if outcome.rc == EXIT_OK else ("partial", "")
+    if outcome.rc == EXIT_STOPPED:
+        return "failed", f"stopped: {outcome.last_error or 'see the messages above'}"
+    if outcome.rc == EXIT_CRASH:
+        return "failed", f"crashed: {outcome.last_error or 'see the traceback above'}"
+    return "failed", f"exited with code {outcome.rc}" + (f": {outcome.last_error}" if outcome.last_error else "")
+
+
+def reachable(url: str, stage: str, timeout_s: float = 5.0) -> None:
+    """A one-line error naming the endpoint (without credentials) when nothing answers there."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if not host:
+        raise DuplexEvalError(f"stage {stage}: endpoint {redact_url(url)!r} has no host")
+    port = parts.port or {"https": 443, "wss": 443, "http": 80, "ws": 80}.get(parts.scheme, 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise DuplexEvalError(f"stage {stage}: cannot reach {redact_url(url)} "
+                              f"({exc.strerror or exc})") from None
+
+
+def missing_samples(results: list[StageResult]) -> dict[str, str]:
+    """Samples some stage did not complete, with the first (root) stage's reason."""
+    out: dict[str, str] = {}
+    for r in results:
+        for k, why in r.not_ok.items():
+            if k not in out:
+                out[k] = f"{r.name}: {why}"
+    return out

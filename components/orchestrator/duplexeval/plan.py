@@ -1,16 +1,24 @@
 """The pipeline as a list of stage specs.
 
-A stage spec names its component, its settings and the stages (or source
-folders) it reads. Keys are derived from these, so the plan alone decides
-what can be reused from the store.
+A stage spec names its component, its settings, the stages (or source folders) it reads, and
+whether it needs a network and which credential variables. Keys are derived from these and from
+the content of the inputs, so the plan and the store alone decide what can be reused.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from duplexeval_common.errors import DuplexEvalError
+
 from . import catalog
+
+# Judges that call an API: their endpoint settings come from the environment when not given, and
+# their key is passed by name.
+JUDGE_ENDPOINTS = {"official-gpt": {"base_url": "OPENAI_BASE_URL"}}
+JUDGE_KEYS = {"official-gpt": ("OPENAI_API_KEY",)}
 
 
 @dataclass(frozen=True)
@@ -27,21 +35,37 @@ class StageSpec:
     config: dict
     inputs: list = field(default_factory=list)  # names of earlier stages, or Source
     network: bool = False
+    keys: tuple[str, ...] = ()  # credential variables passed by name to this stage
 
 
 def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | None,
-                 runner_args: dict | None = None) -> list[StageSpec]:
+                 runner_args: dict | None = None, asr_args: dict | None = None,
+                 judge_args: dict | None = None, environ: dict | None = None) -> list[StageSpec]:
+    environ = os.environ if environ is None else environ
+    if limit is not None and limit < 1:
+        raise DuplexEvalError(f"--limit must be at least 1 (samples per subset), got {limit}")
     m = catalog.model(model)
     ds_component, ds_source, _ = catalog.dataset(dataset)
+    r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
+    j_args = dict(judge_args or {})
+    for arg, var in JUDGE_ENDPOINTS.get(judge, {}).items():
+        if arg not in j_args and environ.get(var):
+            j_args[arg] = environ[var]
     return [
         StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit},
                   [Source(dataset, ds_source)]),
-        StageSpec("runner", "duplex-runner",
-                  {"runner": m.runner, "runner_args": {**m.runner_args, **(runner_args or {})}, "seed": 0},
-                  ["dataset"], network=m.network),
-        StageSpec("asr", "asr-aligner", {"backend": asr, "backend_args": {}}, ["dataset", "runner"]),
-        StageSpec("judge", "judge", {"judge": judge, "judge_args": {}}, ["dataset", "asr"],
-                  network=judge not in ("none", "embedding-relevance")),
+        StageSpec("runner", "duplex-runner", {"runner": m.runner, "runner_args": r_args, "seed": 0},
+                  ["dataset"], network=m.network, keys=m.keys),
+        StageSpec("asr", "asr-aligner", {"backend": asr, "backend_args": dict(asr_args or {})},
+                  ["dataset", "runner"]),
+        StageSpec("judge", "judge", {"judge": judge, "judge_args": j_args}, ["dataset", "asr"],
+                  network=judge not in ("none", "embedding-relevance"), keys=JUDGE_KEYS.get(judge, ())),
         StageSpec("aggregate", "aggregator", {"benchmark": "fdb-v1"},
                   ["dataset", "runner", "asr", "judge"]),
     ]
+
+
+def endpoints(spec: StageSpec) -> list[str]:
+    """The URLs a networked stage will reach (runner `url`, judge `base_url`)."""
+    args = spec.config.get("runner_args") or spec.config.get("judge_args") or {}
+    return [v for k, v in sorted(args.items()) if k in ("url", "base_url") and isinstance(v, str) and v]

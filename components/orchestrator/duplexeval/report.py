@@ -1,18 +1,10 @@
-"""The console summary of a run: metrics per subset, and per-stage timing."""
+"""The console summary of a run: the aggregator's report, missing samples, per-stage timing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
-
-_OFFICIAL_ORDER = ("tor", "latency", "rating", "freq", "jsd")
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return str(v)
 
 
 def summary_from_metrics(metrics: dict) -> dict:
@@ -25,13 +17,25 @@ def summary_from_metrics(metrics: dict) -> dict:
     return out
 
 
-def print_metrics(summary: dict) -> None:
+def print_report(report_md: Path) -> None:
+    """The aggregator's table (official and unified columns, intervals), from its report.md."""
+    if not report_md.is_file():
+        return
+    text = report_md.read_text(encoding="utf-8")
+    if "```" in text:
+        text = text.split("```", 2)[1].lstrip("\n")
     click.echo("")
-    click.echo(f"{'subset':32} {'n':>4}  official")
-    for subset, m in summary.items():
-        official = m["official"]
-        cells = [f"{k}={_fmt(official[k])}" for k in _OFFICIAL_ORDER if k in official]
-        click.echo(f"{subset:32} {m['n'] or 0:>4}  " + "  ".join(cells))
+    click.echo(text.rstrip())
+
+
+def print_missing(missing: dict[str, str]) -> None:
+    """Samples that are not in the metrics, and why (the first stage that did not complete them)."""
+    if not missing:
+        return
+    click.echo("")
+    click.echo(f"{len(missing)} sample(s) missing from the metrics:")
+    for sample, why in sorted(missing.items()):
+        click.echo(f"  {sample}: {why}")
 
 
 def print_timing(results: list) -> None:

@@ -4,11 +4,12 @@ Two calls, independent of the rest of the orchestrator:
   image_id(image)                 the image's sha256 ID (a component's identity in this runtime)
   run_stage_in_container(...)     one stage in one throw-away container; its logs go to stderr
 
-Containers run as uid 1000 (`duplexeval` in the images), with a read-only root file system and
-a private /tmp, every capability dropped, inputs mounted read-only and only the output
-directory writable, and no network unless the stage asks for one. Secrets reach a container
-only as environment variables named in `env_names` (the values are read here from our own
-environment, like `docker run -e NAME`, and never logged or returned).
+Containers run as the invoking user's uid and gid, with a read-only root file system and a
+private /tmp, every capability dropped, inputs mounted read-only and only the output directory
+and the cache writable, within the stage's timeout, memory and CPU limits, and with no network
+unless the stage asks for one. Secrets reach a container only as environment variables (passed
+by name from our environment, like `docker run -e NAME`, or given by value for the
+DUPLEXEVAL_SECRET_* references of a config) and are never logged or returned.
 
 The engine is $DOCKER_HOST; when that is unset, the project's own dockerd (`make docker-up`)
 when its socket exists, else the engine's default socket.
@@ -16,17 +17,16 @@ when its socket exists, else the engine's default socket.
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import os
-import stat
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import IO, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from duplexeval_common.errors import DuplexEvalError
 
-CONTAINER_USER = "1000:1000"
 _REPO = Path(__file__).resolve().parents[3]
 
 
@@ -70,89 +70,103 @@ def image_id(image: str) -> str:
         client.close()
 
 
-def _writable_by(path: Path, user: str) -> None:
-    """Create an output directory the container's user can write to."""
-    path.mkdir(parents=True, exist_ok=True)
-    uid, _, gid = user.partition(":")
-    if os.geteuid() == 0 and uid.isdigit():
-        for p in [path, *path.rglob("*")]:
-            st = p.lstat()
-            if st.st_uid != int(uid):
-                os.lchown(p, int(uid), int(gid) if gid.isdigit() else int(uid))
-
-
-def _readable_by_all(path: Path) -> None:
-    """Let the container's user read an input: o+r on files, o+rx on folders, where missing.
-
-    Files written through temporary files (mkstemp) are 0600; when the orchestrator runs as
-    root, uid 1000 could not read them. Only permission bits inside the mounted tree change
-    (a bind mount needs none on the folders above it), never content.
-    """
-    if os.geteuid() != 0:
-        return
-    for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
-        st = p.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            continue
-        want = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(st.st_mode) else 0)
-        if st.st_mode & want != want:
-            os.chmod(p, stat.S_IMODE(st.st_mode) | want)
+def invoking_user() -> str:
+    """`uid:gid` of the user running the orchestrator: the containers run as that user, so the
+    outputs they write belong to whoever started the run (root or not)."""
+    return f"{os.getuid()}:{os.getgid()}"
 
 
 def run_stage_in_container(image: str, args: list[str],
                            mounts: Iterable[tuple[str | os.PathLike, str, bool]],
                            network: bool, env_names: Iterable[str] = (),
-                           user: str = CONTAINER_USER, *,
+                           user: str | None = None, *,
                            env_values: Mapping[str, str] | None = None,
+                           secret_values: Mapping[str, str] | None = None,
                            read_only_root: bool = True,
-                           log: IO[str] | None = None) -> int:
-    """Run `image` with `args` (after its entrypoint) and return the exit code.
+                           timeout_s: float | None = None,
+                           memory_bytes: int | None = None,
+                           cpus: float | None = None,
+                           log: Callable[[bytes], None] | None = None) -> tuple[int | None, str]:
+    """Run `image` with `args` (after its entrypoint); return (exit code or None, kill reason).
 
-    mounts: (host_path, container_path, read_only); read-only ones must exist and are made
-    readable by others where they are not (when we are root: see _readable_by_all);
-    read-write host paths are created and handed to `user` (when we are root). network: False gives --network none; True the default
-    bridge, or $DUPLEXEVAL_DOCKER_NETWORK (e.g. `host` for a model server on localhost).
-    env_names: variables passed through from our environment (secrets); env_values: plain
-    non-secret settings (stage key, identity). The container is removed in every case.
+    mounts: (host_path, container_path, read_only); read-only ones must exist, read-write ones
+    are created. user: `uid:gid`, default the invoking user's. network: False gives --network
+    none; True the default bridge, or $DUPLEXEVAL_DOCKER_NETWORK (e.g. `host` for a model server on
+    localhost). env_names: variables passed through from our environment (keys), like
+    `docker run -e NAME`; secret_values: secret variables given by value (DUPLEXEVAL_SECRET_*);
+    env_values: plain settings. Limits: `timeout_s` (the container is killed when passed),
+    `memory_bytes` (the engine's memory cap; an OOM kill is reported) and `cpus`.
+    The container is removed in every case.
     """
     import docker.errors
     from docker.types import Mount
 
-    out = log or sys.stderr
+    write = log or (lambda b: (sys.stderr.write(b.decode("utf-8", "replace")), sys.stderr.flush()))
     binds = []
     for host, target, ro in mounts:
         host = Path(host).resolve()
         if ro:
             if not host.exists():
                 raise DuplexEvalError(f"input {host} does not exist")
-            _readable_by_all(host)
         else:
-            _writable_by(host, user)
+            host.mkdir(parents=True, exist_ok=True)
         binds.append(Mount(target=target, source=str(host), type="bind", read_only=bool(ro)))
     environment = {"HOME": "/tmp"}
     environment.update(env_values or {})
     environment.update({n: os.environ[n] for n in env_names if n in os.environ})
+    environment.update(secret_values or {})
     network_mode = (os.environ.get("DUPLEXEVAL_DOCKER_NETWORK") or "bridge") if network else "none"
+    limits = {}
+    if memory_bytes:
+        limits.update(mem_limit=int(memory_bytes), memswap_limit=int(memory_bytes))
+    if cpus:
+        limits["nano_cpus"] = int(float(cpus) * 1e9)
 
     client = _client()
     container = None
     try:
         try:
             container = client.containers.create(
-                image, command=list(args), mounts=binds, environment=environment, user=user,
-                network_mode=network_mode, read_only=read_only_root,
+                image, command=list(args), mounts=binds, environment=environment,
+                user=user or invoking_user(), network_mode=network_mode, read_only=read_only_root,
                 tmpfs={"/tmp": "rw,exec,nosuid,size=4g"}, cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], working_dir="/tmp", detach=True)
+                security_opt=["no-new-privileges"], working_dir="/tmp", detach=True, **limits)
         except docker.errors.ImageNotFound:
             name = image.split("/")[-1].split(":")[0]
             raise DuplexEvalError(f"image {image} not found: run `make image NAME={name}`") from None
         container.start()
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
-            out.write(decoder.decode(chunk))
-            out.flush()
-        out.write(decoder.decode(b"", final=True))
-        return int(container.wait().get("StatusCode", 1))
+
+        def stream() -> None:
+            try:
+                for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+                    write(chunk)
+            except Exception:  # noqa: BLE001 - the container went away; the exit code tells why
+                pass
+
+        reader = threading.Thread(target=stream, daemon=True)
+        reader.start()
+        t0 = time.monotonic()
+        reason = ""
+        while True:
+            left = None if timeout_s is None else timeout_s - (time.monotonic() - t0)
+            if left is not None and left <= 0:
+                reason = f"timed out after {timeout_s:g} s (the stage timeout) and was killed"
+                container.kill()
+                break
+            try:
+                code = int(container.wait(timeout=min(left, 5.0) if left else 5.0).get("StatusCode", 1))
+                break
+            except Exception as exc:  # noqa: BLE001 - a wait timeout: poll again
+                if "timed out" not in str(exc).lower() and "timeout" not in type(exc).__name__.lower():
+                    raise
+        reader.join(timeout=10)
+        if reason:
+            return None, reason
+        container.reload()
+        if container.attrs.get("State", {}).get("OOMKilled"):
+            return None, (f"ran out of memory (its limit is {memory_bytes / 1024 ** 3:.2f} GiB) and was "
+                          "killed" if memory_bytes else "ran out of memory and was killed")
+        return code, ""
     except KeyboardInterrupt:
         if container is not None:
             container.kill()

@@ -1,23 +1,21 @@
 """The docker runtime: each stage runs in its component's image.
 
-A component's identity here is its image ID, so rebuilding or swapping one
-image changes that stage's key and every key downstream. Inputs are mounted
-read-only, the stage's output folder is the only writable mount besides the
-result cache, and only stages that reach a model server or an API get a
-network.
+A component's identity here is its image ID, so rebuilding or swapping one image changes that
+stage's key and every key downstream. Inputs are mounted read-only; the stage's output folder
+and the cache are the only writable mounts; only stages that reach a model server or an API get
+a network. The numeric environment (OPENBLAS_*, OMP_*, MKL_*, thread counts) is passed in, so a
+container computes with the same kernels as the local runtime on the same machine.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 
 from .paths import COMPONENTS
+from .runtime import Call, Limits, LogRelay, Outcome, numeric_env
 from .runtime_docker import image_id, run_stage_in_container
-
-SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 
 def component_version(component: str) -> str:
@@ -43,16 +41,28 @@ class DockerRuntime:
             self._ids[component] = f"image:{image_id(self.image(component))}"
         return self._ids[component]
 
-    def run(self, component: str, key: str, inputs: list[Path], output: Path, config: Path,
-            network: bool = False, cache: Path | None = None) -> int:
-        mounts = [(d, f"/in/{i}", True) for i, d in enumerate(inputs)]
-        mounts += [(config, "/config/stage.json", True), (output, "/out", False)]
-        env = {"DUPLEXEVAL_IDENTITY": self.identity(component), "DUPLEXEVAL_STAGE_KEY": key}
-        if cache is not None:
-            mounts.append((cache, "/cache", False))
+    def provenance(self, component: str) -> dict:
+        return {"identity": self.identity(component), "image": self.image(component)}
+
+    def run(self, call: Call, limits: Limits) -> Outcome:
+        mounts = [(d, f"/in/{i}", True) for i, d in enumerate(call.inputs)]
+        mounts.append((call.config, "/config/stage.json", True))
+        args = [call.action, "--config", "/config/stage.json"]
+        if call.action == "run":
+            mounts.append((call.output, "/out", False))
+            args += ["--output", "/out"]
+            for i in range(len(call.inputs)):
+                args += ["--input", f"/in/{i}"]
+        env = {**numeric_env(), **call.env(self.identity(call.component))}
+        if call.cache is not None:
+            mounts.append((call.cache, "/cache", False))
             env["DUPLEXEVAL_CACHE"] = "/cache"
-        args = ["run", "--output", "/out", "--config", "/config/stage.json"]
-        for i in range(len(inputs)):
-            args += ["--input", f"/in/{i}"]
-        return run_stage_in_container(self.image(component), args, mounts, network,
-                                      env_names=SECRET_ENV if network else (), env_values=env)
+        relay = LogRelay(call.log_file, call.quiet)
+        try:
+            rc, reason = run_stage_in_container(
+                self.image(call.component), args, mounts, call.network, env_names=call.pass_env,
+                env_values=env, secret_values=call.secret_env, timeout_s=limits.timeout_s,
+                memory_bytes=limits.memory_bytes, cpus=limits.cpus, log=relay.feed)
+        finally:
+            relay.close()
+        return Outcome(rc, reason, relay.last_error)

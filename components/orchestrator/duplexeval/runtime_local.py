@@ -1,21 +1,60 @@
 """The local runtime: components run as commands of this virtualenv.
 
-A component's identity here is the hash of its source, its requirements, the
-shared library and the schemas, so editing any of them changes the stage key.
+A component's identity here is the hash of its source, its requirements, the shared library and
+the schemas, so editing any of them changes the stage key.
+
+Limits: the stage runs in its own process group; a monitor kills the whole group when the
+stage passes its timeout or its memory cap (the resident memory of the group, read from /proc),
+and the CPU count is applied as the group's CPU affinity.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_tree
 
 from .paths import COMPONENTS, REPO
+from .runtime import GiB, Call, Limits, LogRelay, Outcome
+
+_POLL_S = 0.25
+
+
+def _group_rss(pgid: int) -> int:
+    """Resident bytes of every process in a process group (Linux /proc)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if os.getpgid(int(d)) != pgid:
+                continue
+            with open(f"/proc/{d}/statm") as f:
+                total += int(f.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 class LocalRuntime:
@@ -33,6 +72,9 @@ class LocalRuntime:
             self._ids[component] = f"source:sha256:{digest}"
         return self._ids[component]
 
+    def provenance(self, component: str) -> dict:
+        return {"identity": self.identity(component)}
+
     def command(self, component: str) -> str:
         exe = Path(sys.executable).parent / component
         found = str(exe) if exe.is_file() else shutil.which(component)
@@ -40,12 +82,50 @@ class LocalRuntime:
             raise DuplexEvalError(f"command {component!r} not found: run `make setup`")
         return found
 
-    def run(self, component: str, key: str, inputs: list[Path], output: Path, config: Path,
-            network: bool = False, cache: Path | None = None) -> int:
-        args = [self.command(component), "run", "--output", str(output), "--config", str(config)]
-        for d in inputs:
-            args += ["--input", str(d)]
-        env = {**os.environ, "DUPLEXEVAL_IDENTITY": self.identity(component), "DUPLEXEVAL_STAGE_KEY": key}
-        if cache is not None:
-            env["DUPLEXEVAL_CACHE"] = str(cache)
-        return subprocess.run(args, env=env).returncode
+    def args(self, call: Call) -> list[str]:
+        args = [self.command(call.component), call.action, "--config", str(call.config)]
+        if call.action == "run":
+            args += ["--output", str(call.output)]
+            for d in call.inputs:
+                args += ["--input", str(d)]
+        return args
+
+    def run(self, call: Call, limits: Limits) -> Outcome:
+        env = {**os.environ, **call.env(self.identity(call.component)), **call.secret_env}
+        relay = LogRelay(call.log_file, call.quiet)
+        proc = subprocess.Popen(self.args(call), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        pump = relay.pump(proc.stdout)
+        reason = ""
+        try:
+            ncpu = max(1, int(limits.cpus))
+            if ncpu < (os.cpu_count() or 1):
+                os.sched_setaffinity(proc.pid, sorted(os.sched_getaffinity(0))[:ncpu])
+        except (OSError, AttributeError):
+            pass
+        t0 = time.monotonic()
+        last_mem = 0.0
+        try:
+            while proc.poll() is None:
+                time.sleep(_POLL_S)
+                now = time.monotonic()
+                if now - t0 > limits.timeout_s:
+                    reason = f"timed out after {limits.timeout_s:g} s (the stage timeout) and was killed"
+                    _kill_group(proc)
+                    break
+                if now - last_mem >= 1.0:
+                    last_mem = now
+                    rss = _group_rss(proc.pid)
+                    if rss > limits.memory_bytes:
+                        reason = (f"used {rss / GiB:.2f} GiB of memory, over its limit of "
+                                  f"{limits.memory_bytes / GiB:.2f} GiB, and was killed")
+                        _kill_group(proc)
+                        break
+        except KeyboardInterrupt:
+            _kill_group(proc)
+            raise
+        finally:
+            proc.wait()
+            pump.join(timeout=10)
+            relay.close()
+        return Outcome(None if reason else proc.returncode, reason, relay.last_error)

@@ -1,26 +1,59 @@
-"""The store: one folder per stage key, immutable once complete."""
+"""The store: one folder per stage key, immutable once complete; and the runs.
+
+Keys are content keys. A stage's key is the sha256 of its component, the component's identity,
+its canonical settings (secrets removed) and, for each input, the *digest of that input's
+content*: for a stage, the sha256 of its outputs' hashes and of every sample's status and
+reason (stage.json); for a source folder of the repository, the hash of its files. So any
+change upstream (a repaired sample, a rebuilt image, an edited script) changes exactly the keys
+that depend on it, and nothing stale is ever reused.
+
+Stages are locked by key (an advisory file lock in store/locks/): a second run that needs a
+stage another run is computing waits for it, then reuses it. Run ids carry random bits and their
+folders are created exclusively, so two runs never share one.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import secrets as _random
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import atomic_write_json, read_json
+from duplexeval_common.samples import STAGE_RECORD
 
 from .paths import runs_dir, store_dir
 
 
-def stage_key(component: str, identity: str, config: dict, input_keys: list[str]) -> str:
+def stage_key(component: str, identity: str, config: dict, input_digests: list[str]) -> str:
     return sha256_json({"component": component, "identity": identity, "config": config,
-                        "inputs": input_keys})
+                        "inputs": input_digests})
+
+
+def content_digest(record: dict) -> str:
+    """What a stage's outputs are: each output file's sha256 and each sample's status and reason."""
+    samples = {k: {"status": v.get("status"), "reason": v.get("reason", "")}
+               for k, v in sorted(record.get("samples", {}).items())}
+    return "stage:sha256:" + sha256_json({"outputs": record.get("outputs", {}), "samples": samples})
+
+
+def not_ok(record: dict) -> dict[str, str]:
+    """{sample: reason} of the samples a stage did not complete (failed or skipped)."""
+    return {k: f"{v['status']}: {v.get('reason', '')}" for k, v in sorted(record.get("samples", {}).items())
+            if v.get("status") != "ok"}
 
 
 class Store:
     def __init__(self, root: Path | None = None):
         self.root = store_dir(root)
         self.runs = runs_dir(root)
+
+    # ---- stages ------------------------------------------------------------------------------
 
     def stage_dir(self, key: str) -> Path:
         return self.root / key
@@ -33,34 +66,90 @@ class Store:
         atomic_write_json(path, config)
         return path
 
-    def complete(self, key: str) -> dict | None:
-        """The stage record when the stage finished with no failed sample."""
-        rec = self.stage_dir(key) / "stage.json"
+    def record(self, key: str) -> dict | None:
+        rec = self.stage_dir(key) / STAGE_RECORD
         if not rec.is_file():
             return None
-        record = read_json(rec)
-        if any(s["status"] == "failed" for s in record["samples"].values()):
+        try:
+            return read_json(rec)
+        except ValueError:
             return None
+
+    def complete(self, key: str, upstream_not_ok: set[str] | None = None) -> dict | None:
+        """The stage record when the stage is complete for this run, else None.
+
+        Complete means: stage.json exists, no sample failed, and every sample it skipped is one
+        that an input stage did not complete (`upstream_not_ok`): a skip whose upstream reason
+        has gone (a repair) makes the stage incomplete.
+        """
+        record = self.record(key)
+        if record is None:
+            return None
+        samples = record.get("samples", {})
+        if any(s.get("status") == "failed" for s in samples.values()):
+            return None
+        if upstream_not_ok is not None:
+            skipped = {k for k, s in samples.items() if s.get("status") == "skipped"}
+            if not skipped <= upstream_not_ok:
+                return None
         return record
 
-    def new_run_id(self, tag: str) -> str:
-        return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{tag[:8]}"
+    def digest(self, key: str) -> str:
+        record = self.record(key)
+        if record is None:
+            raise DuplexEvalError(f"stage {key[:12]} has no stage.json in {self.root}")
+        return content_digest(record)
 
-    def write_run(self, run_id: str, record: dict) -> Path:
+    @contextlib.contextmanager
+    def lock(self, key: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold the lock of one stage key; `waiting()` is called once if another run holds it."""
+        path = self.root / "locks" / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting:
+                    waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # ---- runs --------------------------------------------------------------------------------
+
+    def new_run(self) -> str:
+        """A fresh run id whose folder this call created (never shared with another run)."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        for _ in range(100):
+            run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + _random.token_hex(4)
+            try:
+                (self.runs / run_id).mkdir()
+                return run_id
+            except FileExistsError:
+                continue
+        raise DuplexEvalError(f"could not create a new run folder in {self.runs}")
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs / run_id
+
+    def write_run(self, run_id: str, record: dict, latest: bool = True) -> Path:
         path = self.runs / run_id / "run.json"
         atomic_write_json(path, record)
-        link = self.runs / "latest"
-        tmp = self.runs / f".latest.{os.getpid()}"
-        if tmp.is_symlink():
-            tmp.unlink()
-        os.symlink(run_id, tmp)
-        os.replace(tmp, link)
+        if latest:
+            link = self.runs / "latest"
+            tmp = self.runs / f".latest.{os.getpid()}.{_random.token_hex(2)}"
+            os.symlink(run_id, tmp)
+            os.replace(tmp, link)
         return path
 
     def resolve_run(self, ref: str) -> Path:
+        if not ref or "/" in ref or ref.startswith("."):
+            raise DuplexEvalError(f"no run {ref!r} in {self.runs} (see `duplexeval runs`)")
         path = self.runs / ref
         if not (path / "run.json").is_file():
-            from duplexeval_common.errors import DuplexEvalError
             raise DuplexEvalError(f"no run {ref!r} in {self.runs} (see `duplexeval runs`)")
         return path.resolve()
 
@@ -69,5 +158,8 @@ class Store:
         for p in sorted(self.runs.glob("*/run.json")):
             if p.parent.is_symlink():
                 continue
-            out.append(read_json(p))
+            try:
+                out.append(read_json(p))
+            except ValueError:
+                continue
         return out

@@ -21,7 +21,7 @@ def make_stage(config: dict) -> Stage:
                  setup=ds.setup)
 
 
-main = component_group("Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
+main = component_group("tts-synth", "Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
                        __version__, make_stage, ENGINES)
 
 

@@ -28,8 +28,8 @@ def check_config(config: dict) -> dict:
     if not isinstance(cfg["dataset"], str) or not cfg["dataset"]:
         raise DuplexEvalError("setting dataset must be a non-empty string")
     limit = cfg["limit"]
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
-        raise DuplexEvalError("setting limit must be null or a whole number >= 0")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise DuplexEvalError("setting limit must be null or a whole number >= 1")
     rate = cfg["sample_rate"]
     if not isinstance(rate, int) or isinstance(rate, bool) or not 8000 <= rate <= 96000:
         raise DuplexEvalError("setting sample_rate must be a whole number of Hz in [8000, 96000]")

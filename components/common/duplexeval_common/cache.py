@@ -1,0 +1,86 @@
+"""The per-user cache folder shared by every run, and namespaces for what is cached in it.
+
+A cache entry must depend only on what it was computed from, so that any run, whatever its
+output folder, can reuse it: the key of an entry is the content hash of its input, and the
+folder it lives in (its namespace) names every version and model hash that changes the
+content. A new library version or model file then starts a new, empty namespace instead of
+mixing old entries with new ones.
+
+    user_cache_dir()            $DUPLEXEVAL_CACHE, else $XDG_CACHE_HOME/duplexeval,
+                                else ~/.cache/duplexeval (not created here)
+    cache_namespace("vad-onnx", ort="1.32.0", model=sha256)
+                                "vad-onnx-ort1.32.0-<first 16 hex digits of sha256>"
+    private_dir(path)           creates path (and missing parents) with mode 0o700
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+ENV = "DUPLEXEVAL_CACHE"
+
+_HEX_DIGEST = re.compile(r"^[0-9a-f]{32,}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+]")
+_KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache root: $DUPLEXEVAL_CACHE if set (the orchestrator sets it), else
+    $XDG_CACHE_HOME/duplexeval, else ~/.cache/duplexeval.
+
+    Nothing is created here; a cache creates its folder with private_dir when it first
+    writes an entry.
+    """
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec ignores a relative value
+        return Path(xdg) / "duplexeval"
+    return Path.home() / ".cache" / "duplexeval"
+
+
+def cache_namespace(kind: str, **versions: object) -> str:
+    """A folder name from a kind and everything that changes the cached content.
+
+    The parts follow in the order given, joined by "-": the kind, then for each keyword its
+    name followed by its value (`ort="1.32.0"` gives "ort1.32.0"), except that a hex digest
+    (32 or more lowercase hex digits, e.g. a model file's sha256) is written as its first 16
+    digits alone. Characters other than letters, digits, ".", "_" and "+" in a value become "_".
+
+    >>> cache_namespace("vad-onnx", ort="1.32.0", model="ab" * 32)
+    'vad-onnx-ort1.32.0-abababababababab'
+    """
+    if not _KIND.match(kind):
+        raise ValueError(f"cache kind {kind!r} is not a plain name")
+    parts = [kind]
+    for key, value in versions.items():
+        if value is None or value == "":
+            raise ValueError(f"cache namespace {kind}: {key} has no value")
+        text = str(value)
+        if _HEX_DIGEST.match(text):
+            parts.append(text[:16])
+        else:
+            parts.append(key + _UNSAFE.sub("_", text))
+    return "-".join(parts)
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` and its missing parents with mode 0o700 (existing folders are left as
+    they are); return it."""
+    path = Path(path)
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it first
+            pass
+    return path
