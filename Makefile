@@ -13,6 +13,11 @@ PYTEST_ARGS ?=
 STAGE_TIMEOUT ?=
 MEMORY_GB ?=
 CPUS ?=
+# the judge's model and OpenAI-compatible endpoint (key: $$OPENAI_API_KEY in the environment)
+JUDGE_MODEL ?=
+JUDGE_BASE_URL ?=
+# which upstream Full-Duplex-Bench revision the official column follows (docs/metrics.md)
+OFFICIAL_REVISION ?=
 
 # One image variable per component for the docker runtime: swapping one re-runs that stage and those after it.
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
@@ -26,7 +31,9 @@ eval: setup $(if $(filter docker,$(RUNTIME)),images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
 	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) \
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
-	  $(if $(CPUS),--cpus $(CPUS))
+	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
+	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \
+	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)")
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
@@ -35,7 +42,8 @@ score: setup
 	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder in the official layout> (and OUT=<folder>)" >&2; exit 2; }
 	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for metrics.json> (and TREE=<folder>)" >&2; exit 2; }
 	$(BIN)/aggregator fdb-v1 --tree "$(TREE)" --out "$(OUT)" $(if $(ICC_GT),--icc-gt "$(ICC_GT)") \
-	  $(if $(filter 1,$(EXCLUDE_INVALID)),--exclude-invalid)
+	  $(if $(filter 1,$(EXCLUDE_INVALID)),--exclude-invalid) \
+	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)")
 
 runs: setup
 	@$(BIN)/duplexeval runs

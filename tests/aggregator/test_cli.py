@@ -123,7 +123,7 @@ def test_official_and_unified_values(scored):
 def test_report_prints_values_bounds_and_official(scored):
     _, text = scored
     assert "== synthetic_user_interruption (user_interruption)" in text
-    assert "official (reference)" in text and "bounds [" in text and "p90" in text
+    assert "official @ d7336bd" in text and "bounds [" in text and "p90" in text
     # both columns side by side: the official number left of "|", a unified metric with its
     # 95% interval right of it
     row = next(x for x in text.splitlines() if x.split("|")[0].split()[:1] == ["latency"]

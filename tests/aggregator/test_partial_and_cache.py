@@ -100,7 +100,7 @@ def test_pipeline_stage_excludes_invalid_samples_and_scores_the_rest(tmp_path, c
             f"({BEFORE_START})") in err
     assert "[aggregator] excluded: candor_pause_handling/2: invalid:word-end-past-window" in err
     report = (out / "report.md").read_text()
-    assert "official (reference) | unified" in report
+    assert "official @ d7336bd | unified" in report
     assert "excluded: candor_pause_handling/1: invalid:word-end-before-start" in report
     assert "ineligible: invalid:word-end-before-start 1, invalid:word-end-past-window 1" in report
 
@@ -143,7 +143,7 @@ def test_exclude_invalid_lists_each_sample_and_scores_the_rest(tmp_path):
         f"excluded: candor_pause_handling/1: invalid:word-end-before-start ({BEFORE_START})",
         f"excluded: candor_pause_handling/2: invalid:word-end-past-window ({PAST_T})"]
     assert_partial(out)
-    assert "official (reference) | unified" in p.stdout
+    assert "official @ d7336bd | unified" in p.stdout
 
 
 def test_exclude_invalid_covers_what_only_the_official_column_reads(tmp_path):
@@ -253,7 +253,7 @@ def test_report_puts_official_and_unified_with_intervals_side_by_side(tmp_path):
     text = render(uni)
     lines = text.splitlines()
     head = lines.index("== candor_pause_handling (pause_handling): n 3, eligible 2, coverage 0.667")
-    assert lines[head + 1].startswith("   official (reference) | unified")
+    assert lines[head + 1].startswith("   official @ d7336bd | unified")
     row = lines[head + 2]
     assert row.split("|")[0].split() == ["tor", "0.5000"]  # samples 0 and 2; 9 excluded
     # the unified side: value, then the 95% interval [lo, hi], then count/n and the bounds

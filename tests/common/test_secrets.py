@@ -6,7 +6,7 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.secrets import (REDACTED, expand, extract, is_secret_name, redact, redact_url, scrub,
                                        secret_refs)
 
-KEY = "sk-test-0123456789abcdefSECRET"
+KEY = "test-key-0123456789abcdefPLANTED"
 
 
 @pytest.mark.parametrize("name", ["api_key", "OPENAI_API_KEY", "apiKey", "hf_token", "token", "password",

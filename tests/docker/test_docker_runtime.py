@@ -69,9 +69,13 @@ def test_containers_run_as_the_invoking_user(docker_run):
     assert owners == {os.getuid()}
 
 
-def test_swapping_the_asr_image_reruns_asr_and_downstream_only(docker_run, tmp_path):
+def test_swapping_the_asr_image_reruns_asr_and_keys_downstream_by_content(docker_run, tmp_path):
+    """A new asr-aligner image (another ID) re-runs the asr stage; what runs after it depends on
+    the content it produced: the swapped image computes the same bytes, so judge and aggregate,
+    whose keys hash the asr stage's content, are reused."""
     import docker
     from duplexeval.runtime_docker_stage import DockerRuntime
+    from duplexeval.store import content_digest
     run, metrics = docker_run
     home = metrics.parents[2]
     client = docker.DockerClient(base_url=_host())
@@ -82,8 +86,11 @@ def test_swapping_the_asr_image_reruns_asr_and_downstream_only(docker_run, tmp_p
     assert swapped.id != client.images.get(base).id
     again, _ = evaluate(home, "--runtime", "docker", "--image", "asr-aligner=duplexeval/asr-aligner:swap-test")
     cached = {s["name"]: s["cached"] for s in again["stages"]}
-    assert cached == {"dataset": True, "runner": True, "asr": False, "judge": False, "aggregate": False}
+    assert cached == {"dataset": True, "runner": True, "asr": False, "judge": True, "aggregate": True}
     assert again["stages"][2]["identity"] == f"image:{swapped.id}"
+    assert again["stages"][2]["key"] != run["stages"][2]["key"]
+    digests = [content_digest(read_json(home / "store" / r["stages"][2]["key"] / "stage.json")) for r in (run, again)]
+    assert digests[0] == digests[1]
 
 
 def _host() -> str:

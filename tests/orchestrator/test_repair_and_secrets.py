@@ -24,9 +24,9 @@ from duplexeval_common.jsonio import read_json
 from ..conftest import command
 from ..duplex_runner.test_freeze_omni import cert, server  # noqa: F401  (fixtures)
 
-S_ENV = "sk-planted-env-0123456789ABCDEFGH"
+S_ENV = "planted-env-key-0123456789ABCDEFGH"
 S_URL = "planted-url-pw-9876543210ZYXW"
-S_CFG = "sk-planted-cfg-AAAABBBBCCCCDDDD1234"
+S_CFG = "planted-cfg-key-AAAABBBBCCCCDDDD1234"
 ANSWER = "Analysis: the reply addresses the interruption.\nI would rate the AI's response as 4"
 
 

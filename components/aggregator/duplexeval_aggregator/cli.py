@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from duplexeval_common.errors import DuplexEvalError
+
+from . import revisions
 from .errors import InputError
 
 
@@ -34,9 +37,14 @@ def main() -> None:
               help="Score the rest when a sample fails a load-time check: list each such sample "
                    "and its reason on stderr, make it ineligible (invalid:<code>) and record it in "
                    "unified.json. Default: the first problem stops with exit code 2.")
+@click.option("--official-revision", "official_revision", default=revisions.DEFAULT, show_default=True,
+              metavar="REV",
+              help="Upstream Full-Duplex-Bench revision whose evaluator rules the official column "
+                   f"reproduces: {revisions.known()} (docs/metrics.md).")
 @click.option("--quiet", is_flag=True, help="No report and no progress.")
 def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, jobs: int | None,
-           vad_backend: str, official_only: bool, exclude_invalid: bool, quiet: bool) -> None:
+           vad_backend: str, official_only: bool, exclude_invalid: bool, official_revision: str,
+           quiet: bool) -> None:
     """Score a Full-Duplex-Bench v1.0 tree."""
     from .report import invalid_lines, render
     from .score import build
@@ -48,8 +56,14 @@ def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, j
         click.echo(f"error: --jobs must be at least 1, got {jobs}", err=True)
         sys.exit(2)
     try:
+        revision = revisions.get(official_revision)
+    except revisions.UnknownRevision as exc:
+        click.echo(f"error: --official-revision: {exc}", err=True)
+        sys.exit(2)
+    try:
         metrics, uni, rows = build(tree, icc_gt, cache_dir, out, vad_backend, jobs, None, quiet,
-                                   official_only, exclude_invalid=exclude_invalid)
+                                   official_only, exclude_invalid=exclude_invalid,
+                                   official_revision=revision)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -66,13 +80,17 @@ def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, j
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--json-out", type=click.Path(path_type=Path), default=None,
               help="Also write the comparison as JSON.")
-def compare_cmd(a: Path, b: Path, json_out: Path | None) -> None:
+@click.option("--allow-revision-mismatch", is_flag=True,
+              help="Compare folders whose official columns reproduce different upstream revisions "
+                   "(or an unknown one); the official differences are labelled as across revisions. "
+                   "Default: refuse with exit code 2.")
+def compare_cmd(a: Path, b: Path, json_out: Path | None, allow_revision_mismatch: bool) -> None:
     """Paired comparison of two scored output folders (B minus A)."""
     from .compare import compare, render
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps
     try:
-        result = compare(a, b)
-    except InputError as exc:
+        result = compare(a, b, allow_revision_mismatch=allow_revision_mismatch)
+    except DuplexEvalError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     if json_out:

@@ -5,6 +5,13 @@ exercised_rate, over those exercised in both. The paired cluster bootstrap draws
 resampled samples for both runs (2000 resamples, seed 0) and takes the percentile interval
 of the differences by the ceil(qN) rule; resamples where a statistic does not exist (no pause
 time, a median not reached) are skipped and counted.
+
+The official column (from each folder's metrics.json) is compared as A, B and B - A per
+subset. Its numbers depend on the upstream revision each folder was scored under
+("official_revision" in metrics.json / unified.json; "unknown" in folders scored before it was
+recorded): compare refuses two folders whose revisions differ or are unknown (RevisionMismatch,
+one line) unless allow_revision_mismatch, and then labels the official differences as across
+revisions.
 """
 
 from __future__ import annotations
@@ -14,8 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.samples import known_task
+
 from . import DEFINITIONS, stats
 from .errors import InputError
+from .report import OFFICIAL_KEYS
 from .summary import SPECS, Spec
 from .timebase import INF
 
@@ -29,6 +40,65 @@ def _rows(d: Path) -> dict[str, dict]:
         raise InputError(str(d), f"scored with other definitions than {DEFINITIONS}")
     with open(p, encoding="utf-8") as f:
         return {r["sample_id"]: r for r in (json.loads(line) for line in f if line.strip())}
+
+
+UNKNOWN = "unknown"
+
+
+class RevisionMismatch(DuplexEvalError):
+    """Two scored folders whose official columns reproduce different (or unknown) upstream
+    revisions; one line naming both."""
+
+
+def _read(d: Path, name: str) -> dict | None:
+    p = Path(d) / name
+    if not p.is_file():
+        return None
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except ValueError:
+        raise InputError(str(p), "not valid JSON") from None
+    return obj if isinstance(obj, dict) else None
+
+
+def scored_revision(d: Path) -> str:
+    """The name of the upstream revision a scored folder's official column reproduces
+    (metrics.json, else unified.json, "official_revision.name"); UNKNOWN without the record."""
+    for name in ("metrics.json", "unified.json"):
+        rec = (_read(d, name) or {}).get("official_revision")
+        if isinstance(rec, dict) and isinstance(rec.get("name"), str):
+            return rec["name"]
+    return UNKNOWN
+
+
+def check_revisions(a: Path, b: Path, allow_mismatch: bool = False) -> tuple[str, str, bool]:
+    """(revision of A, revision of B, across): across is True when they differ or either is
+    unknown; that raises RevisionMismatch unless allow_mismatch."""
+    rev_a, rev_b = scored_revision(a), scored_revision(b)
+    across = rev_a != rev_b or UNKNOWN in (rev_a, rev_b)
+    if across and not allow_mismatch:
+        raise RevisionMismatch(
+            f"A ({a}) was scored under official revision {rev_a} and B ({b}) under {rev_b}: "
+            "official columns of different or unknown upstream revisions do not compare; rescore "
+            "with the same --official-revision or pass --allow-revision-mismatch")
+    return rev_a, rev_b, across
+
+
+def _official(a: Path, b: Path, rev_a: str, rev_b: str, across: bool) -> dict:
+    """The official column of both folders' metrics.json, per subset present in both."""
+    ma, mb = _read(a, "metrics.json") or {}, _read(b, "metrics.json") or {}
+    sa, sb = ma.get("subsets", {}), mb.get("subsets", {})
+    subsets = {}
+    for subset in sorted(set(sa) & set(sb)):
+        oa, ob = sa[subset].get("official", {}), sb[subset].get("official", {})
+        order = OFFICIAL_KEYS.get(known_task(subset), [])
+        keys = [k for k in order if k in oa or k in ob] + sorted((set(oa) | set(ob)) - set(order))
+        entry = {}
+        for k in keys:
+            va, vb = oa.get(k), ob.get(k)
+            entry[k] = {"a": va, "b": vb, "diff": None if va is None or vb is None else vb - va}
+        subsets[subset] = entry
+    return {"revision_a": rev_a, "revision_b": rev_b, "across_revisions": across, "subsets": subsets}
 
 
 def _stat(spec: Spec, rows: list[dict], idx: np.ndarray) -> np.ndarray:
@@ -57,9 +127,11 @@ def _point(spec: Spec, rows: list[dict]) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def compare(a: Path, b: Path) -> dict:
+def compare(a: Path, b: Path, allow_revision_mismatch: bool = False) -> dict:
     ra, rb = _rows(a), _rows(b)
-    out = {"definitions": DEFINITIONS, "direction": "b - a", "subsets": {}}
+    rev_a, rev_b, across = check_revisions(a, b, allow_revision_mismatch)
+    out = {"definitions": DEFINITIONS, "direction": "b - a", "subsets": {},
+           "official": _official(a, b, rev_a, rev_b, across)}
     subsets = sorted({r["subset"] for r in ra.values()} & {r["subset"] for r in rb.values()})
     for subset in subsets:
         ids_a = {k for k, r in ra.items() if r["subset"] == subset}
@@ -113,4 +185,25 @@ def render(result: dict) -> str:
             lines.append(f"   {name:<30} A {a:>8}  B {b:>8}  diff {_f(m['diff']):>8}  {iv:<22} "
                          f"n {m['n']}" + (f", {m['skipped_resamples']} resamples skipped"
                                           if m["skipped_resamples"] else ""))
+    lines += _official_lines(result.get("official"))
     return "\n".join(lines) + "\n"
+
+
+def _official_lines(off: dict | None) -> list[str]:
+    if not off or not off["subsets"]:
+        return []
+    if off["across_revisions"]:
+        head = (f"== official column, B minus A, ACROSS UPSTREAM REVISIONS: A @ {off['revision_a']}, "
+                f"B @ {off['revision_b']} (differences mix the revisions' rules with the systems')")
+        tag = "  (across revisions)"
+    else:
+        head = f"== official column, B minus A, both @ {off['revision_a']}"
+        tag = ""
+    lines = [head]
+    for subset, entry in off["subsets"].items():
+        for k, m in entry.items():
+            a = "-" if m["a"] is None else f"{float(m['a']):.4f}"
+            b = "-" if m["b"] is None else f"{float(m['b']):.4f}"
+            d = "-" if m["diff"] is None else f"{float(m['diff']):+.4f}"
+            lines.append(f"   {subset + ' ' + k:<40} A {a:>8}  B {b:>8}  diff {d:>8}{tag}")
+    return lines

@@ -14,6 +14,11 @@ coverage, and is left out of the official column too: the official functions rea
 of the subset folder without it (score.py). The VAD cache is the user cache
 (user_cache_dir()/vad, i.e. $DUPLEXEVAL_CACHE/vad when the orchestrator sets it), the same
 default as `aggregator fdb-v1`, so a rescore of audio already seen is warm.
+
+Settings (schemas/config-aggregator.schema.json): `benchmark` ("fdb-v1"), `icc_gt` (the ICC
+ground-truth file) and `official_revision` (the upstream Full-Duplex-Bench revision the
+official column reproduces, a name or alias of revisions.py; default revisions.DEFAULT). An
+unknown revision stops `aggregator check` and `aggregator run` with one line (exit code 2).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from duplexeval_common.jsonio import atomic_write_text, read_json
 from duplexeval_common.samples import Inputs
 from duplexeval_common.stage import Stage, StageContext
 
-from . import __version__
+from . import __version__, revisions
 
 TREE_FILES = ("input.wav", "pause.json", "turn_taking.json", "interrupt.json", "output.wav",
               "output.json", "rating.json")
@@ -68,13 +73,21 @@ def score_stage(sctx: StageContext) -> None:
         tree = Path(tmp)
         failures = link_tree(sctx.inputs, tree)
         score_tree(tree, sctx.output, sctx.config.get("icc_gt"), None,  # None: the user cache
-                   failures=failures, exclude_invalid=True)
+                   failures=failures, exclude_invalid=True,
+                   official_revision=official_revision(sctx.config))
     unified = read_json(sctx.output / "unified.json")
     for line in invalid_lines(unified):
         print(f"[aggregator] {line}", file=sys.stderr, flush=True)
     atomic_write_text(sctx.output / "report.md", report_markdown(unified))
 
 
+def official_revision(config: dict) -> revisions.Revision:
+    """The stage's `official_revision` setting (default revisions.DEFAULT); UnknownRevision
+    (one line) for a name revisions.py does not know."""
+    return revisions.get(config.get("official_revision") or revisions.DEFAULT)
+
+
 def make_stage(config: dict) -> Stage:
+    official_revision(config)  # an unknown revision stops `check` and `run` before any work
     return Stage("aggregator", __version__, lambda ctx: None, finalize=score_stage,
-                 select=lambda inputs, cfg: [])
+                 select=lambda inputs, cfg: [], check=official_revision)

@@ -1,9 +1,11 @@
 """The printed report: per subset, the official column and the unified column side by side.
 
-Each subset gets a header (n, eligible, coverage, for interruption exercised and who rated)
-and a table whose left side holds the official numbers and whose right side holds each
-unified metric as value, 95% interval, count/n and the selected bounds (or p90, or the pooled
-sums). `render(unified.json)` prints it for `aggregator fdb-v1` and the pipeline's report.md;
+A line at the top names the upstream revision the official column reproduces ("official
+column: Full-Duplex-Bench @ d7336bd ..."), and each table's left head repeats it ("official @
+d7336bd"; "official (reference)" for a file without the record). Each subset gets a header
+(n, eligible, coverage, for interruption exercised and who rated) and a table whose left side
+holds the official numbers and whose right side holds each unified metric as value, 95%
+interval, count/n and the selected bounds (or p90, or the pooled sums). `render(unified.json)` prints it for `aggregator fdb-v1` and the pipeline's report.md;
 `console_rows(metrics.json)` gives the same header and table from metrics.json alone.
 """
 
@@ -15,7 +17,7 @@ from duplexeval_common.samples import known_task
 
 OFFICIAL_KEYS = {"pause_handling": ["tor"], "smooth_turn_taking": ["tor", "latency"],
                  "backchannel": ["tor", "freq", "jsd"], "user_interruption": ["tor", "latency", "rating"]}
-OFFICIAL_HEAD = "official (reference)"
+OFFICIAL_HEAD = "official (reference)"  # a metrics.json or unified.json without "official_revision"
 UNIFIED_HEAD = f"{'unified':<30} {'value':>11}  {'95% interval':<30} {'count/n':>9}  bounds / p90"
 NO_UNIFIED = "(no unified metric for this task; the official numbers are the reference)"
 
@@ -51,7 +53,20 @@ def rating_text(label) -> str:
     return "no judge" if label is None else str(label)
 
 
-def _official_cells(task: str, off: dict, rating_label) -> list[str]:
+def official_head(revision: dict | None) -> str:
+    """The left column's head: "official @ <revision name>" (OFFICIAL_HEAD without a record)."""
+    return OFFICIAL_HEAD if not revision else f"official @ {revision['name']}"
+
+
+def revision_line(revision: dict | None) -> str:
+    """One line naming the upstream revision of the official column and what it matches."""
+    if not revision:
+        return "official column: upstream revision not recorded"
+    return (f"official column: {revision['repository'].split('/')[-1]} @ {revision['name']} "
+            f"({revision['commit']}, {revision['date']}), matches the {revision['matches']}")
+
+
+def _official_cells(task: str, off: dict, rating_label, head: str = OFFICIAL_HEAD) -> list[str]:
     labels = []
     for k in OFFICIAL_KEYS[task]:
         label = k
@@ -59,7 +74,7 @@ def _official_cells(task: str, off: dict, rating_label) -> list[str]:
             label = f"rating[{rating_label}]"
         labels.append((label, _f(off.get(k))))
     w = max(len(lab) for lab, _ in labels)
-    vw = max(8, len(OFFICIAL_HEAD) - w - 1)  # values right-aligned under the column's edge
+    vw = max(8, len(head) - w - 1)  # values right-aligned under the column's edge
     return [f"{lab:<{w}} {val:>{vw}}" for lab, val in labels]
 
 
@@ -81,11 +96,13 @@ def _unified_cells(task: str, metrics: dict) -> list[str]:
     return cells
 
 
-def subset_table(name: str, task: str, s: dict) -> list[str]:
+def subset_table(name: str, task: str, s: dict, revision: dict | None = None) -> list[str]:
     """Header and side-by-side rows of one subset.
 
-    s: {"n", "counts", "coverage", "official", "unified" (metric entries), "rating_label"}.
+    s: {"n", "counts", "coverage", "official", "unified" (metric entries), "rating_label"};
+    revision: the file's "official_revision" record (names the official column's head).
     """
+    off_head = official_head(revision)
     c = s["counts"]
     head = (f"== {name} ({task}): n {s['n']}, eligible {c['eligible']}, "
             f"coverage {_f(s['coverage'], 3)}")
@@ -93,10 +110,10 @@ def subset_table(name: str, task: str, s: dict) -> list[str]:
         head += f", exercised {c['exercised']}"
     if task == "user_interruption":
         head += f", rating {rating_text(s.get('rating_label'))}"
-    left = _official_cells(task, s["official"], s.get("rating_label"))
+    left = _official_cells(task, s["official"], s.get("rating_label"), off_head)
     right = _unified_cells(task, s["unified"])
-    lw = max(len(OFFICIAL_HEAD), *(len(x) for x in left))
-    lines = [head, f"   {OFFICIAL_HEAD:<{lw}} | {UNIFIED_HEAD if s['unified'] else 'unified'}".rstrip()]
+    lw = max(len(off_head), *(len(x) for x in left))
+    lines = [head, f"   {off_head:<{lw}} | {UNIFIED_HEAD if s['unified'] else 'unified'}".rstrip()]
     for a, b in zip_longest(left, right, fillvalue=""):
         lines.append(f"   {a:<{lw}} | {b}".rstrip())
     if c["ineligible_reasons"]:
@@ -104,10 +121,10 @@ def subset_table(name: str, task: str, s: dict) -> list[str]:
     return lines
 
 
-def subset_lines(name: str, s: dict) -> list[str]:
+def subset_lines(name: str, s: dict, revision: dict | None = None) -> list[str]:
     """One subset of unified.json: the table, then min_observable_s, the official notes and
     the samples excluded as invalid."""
-    lines = subset_table(name, s["task"], {**s, "unified": s["metrics"]})
+    lines = subset_table(name, s["task"], {**s, "unified": s["metrics"]}, revision)
     if s.get("min_observable_s") is not None:
         lines.append(f"   min_observable_s {_f(s['min_observable_s'], 3)} (a response_rate_ks with k above "
                      "it is a lower bound)")
@@ -121,24 +138,26 @@ def subset_lines(name: str, s: dict) -> list[str]:
 def render(unified: dict) -> str:
     out = [f"Full-Duplex-Bench v1.0, definitions {unified['definitions']}, silero-vad "
            f"{unified['vad']['version']} ({unified['vad']['backend']}); "
-           "left: official column, right: unified column (value, 95% interval)"]
+           "left: official column, right: unified column (value, 95% interval)",
+           revision_line(unified.get("official_revision"))]
     for name, s in unified["subsets"].items():
-        out += subset_lines(name, s)
+        out += subset_lines(name, s, unified.get("official_revision"))
     return "\n".join(out) + "\n"
 
 
 def console_rows(metrics: dict) -> list[str]:
     """The side-by-side table of every subset from metrics.json alone (no trailing newlines).
 
-    The same header and rows as render() prints for each subset, without the official notes,
-    min_observable_s and the excluded-sample details, which only unified.json holds.
+    The same header and rows as render() prints for each subset (the official column's head
+    names metrics.json's "official_revision"), without the official notes, min_observable_s and
+    the excluded-sample details, which only unified.json holds.
     """
     out = []
     for name, s in metrics["subsets"].items():
         task = known_task(name)
         if task is None:
             continue
-        out += subset_table(name, task, s)
+        out += subset_table(name, task, s, metrics.get("official_revision"))
     return out
 
 

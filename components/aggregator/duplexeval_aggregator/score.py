@@ -18,7 +18,8 @@ from pathlib import Path
 
 import soundfile as sf
 
-from . import DEFINITIONS, __version__, official, summary, unified_interrupt, unified_pause, unified_turns
+from . import DEFINITIONS, __version__, official, revisions, summary, unified_interrupt, unified_pause, \
+    unified_turns
 from .errors import InputError
 from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
 from .schemas import validate
@@ -146,7 +147,8 @@ def _mirror(src: Path, dst: Path, skip: set[str]) -> None:
 
 
 def _official_column(tree: Path, subset: str, task: str, ss: list[Sample], segs: dict, gt: dict | None,
-                     judge: dict | None, exclude_invalid: bool, stack: ExitStack):
+                     judge: dict | None, exclude_invalid: bool, stack: ExitStack,
+                     revision: revisions.Revision):
     """The official numbers of a subset over its samples that are not invalid.
 
     With exclude_invalid, an InputError the official functions raise for one sample (e.g. an
@@ -161,12 +163,13 @@ def _official_column(tree: Path, subset: str, task: str, ss: list[Sample], segs:
             d = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duplexeval-view-"))) / subset
             _mirror(tree / subset, d, skip)
         try:
-            return _official(d, subset, task, segs, gt, judge)
+            return _official(d, subset, task, segs, gt, judge, revision)
         except InputError as exc:
             _exclude(by_key, exc, exclude_invalid)
 
 
-def _official(d: Path, subset: str, task: str, segs: dict, gt: dict | None, judge: dict | None):
+def _official(d: Path, subset: str, task: str, segs: dict, gt: dict | None, judge: dict | None,
+              revision: revisions.Revision):
     if not d.is_dir():
         return {}, [f"{subset}: no folder; no official numbers"]
     if task == "pause_handling":
@@ -176,7 +179,7 @@ def _official(d: Path, subset: str, task: str, segs: dict, gt: dict | None, judg
     elif task == "user_interruption":
         vals, notes, _ = official.user_interruption(d, judged=judge is not None)
     else:
-        vals, notes, _ = official.backchannel(d, segs.get(subset, {}), gt)
+        vals, notes, _ = official.backchannel(d, segs.get(subset, {}), gt, revision)
     return vals, notes
 
 
@@ -214,13 +217,18 @@ def vad_record(backend: str) -> dict:
 def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
           out: Path | None = None, vad_backend: str = "onnx", jobs: int | None = None,
           failures: dict[str, str] | None = None, quiet: bool = False,
-          official_only: bool = False, *, exclude_invalid: bool = False) -> tuple[dict, dict, list]:
+          official_only: bool = False, *, exclude_invalid: bool = False,
+          official_revision: str | revisions.Revision | None = None) -> tuple[dict, dict, list]:
     """Compute (metrics, unified, rows) for a tree without writing anything but the VAD cache.
 
     official_only skips the unified column (and its VAD): unified metrics are {} and no rows.
     cache_dir is the VAD cache root (default user_cache_dir()/vad); `out` is not used for it.
-    exclude_invalid: see the module docstring.
+    exclude_invalid: see the module docstring. official_revision: the upstream revision whose
+    rules the official column reproduces (a name of revisions.REVISIONS or an alias; None:
+    revisions.DEFAULT); an unknown name raises revisions.UnknownRevision before any work.
     """
+    revision = official_revision if isinstance(official_revision, revisions.Revision) \
+        else revisions.get(official_revision)
     tree = Path(tree)
     workers = jobs or os.cpu_count() or 1
     samples = _load_samples(tree, failures or {}, exclude_invalid)
@@ -242,8 +250,8 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
         pr, n = probs[(p, feed)]
         off_segs.setdefault(subset, {})[spk] = (official_segments(pr, n), frames, sr)
 
-    metrics = {"definitions": DEFINITIONS, "subsets": {}}
-    uni = {"definitions": DEFINITIONS,
+    metrics = {"definitions": DEFINITIONS, "official_revision": revision.record(), "subsets": {}}
+    uni = {"definitions": DEFINITIONS, "official_revision": revision.record(),
            "generator": {"package": "duplexeval-aggregator", "version": __version__},
            "inputs": {"manifest_sha256": sha256_file(tree / "manifest.json")
                       if (tree / "manifest.json").is_file() else None,
@@ -257,7 +265,7 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
     with ExitStack() as stack:  # the temporary views without invalid samples
         for subset, ss in samples.items():
             official_cols[subset] = _official_column(tree, subset, task_of(subset), ss, off_segs, gt,
-                                                     judge, exclude_invalid, stack)
+                                                     judge, exclude_invalid, stack, revision)
     rating_label = None if judge is None else (
         "official" if judge.get("official") else str(judge.get("model") or judge.get("judge")))
     for subset, ss in samples.items():
@@ -291,17 +299,21 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
 def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
                *, vad_backend: str = "onnx", jobs: int | None = None,
                failures: dict[str, str] | None = None, quiet: bool = False,
-               official_only: bool = False, exclude_invalid: bool = False) -> dict:
+               official_only: bool = False, exclude_invalid: bool = False,
+               official_revision: str | revisions.Revision | None = None) -> dict:
     """Score a Full-Duplex-Bench v1.0 tree into out/{metrics.json, unified.json, unified-samples.jsonl}.
 
     failures maps "subset/id" to a reason (e.g. "failed:duplex-runner") for samples an
     upstream stage failed; those samples are ineligible. exclude_invalid turns a sample's
     load-time problem into the ineligibility reason "invalid:<code>" instead of an error.
-    Returns the metrics.json content. Raises InputError (bad input, nothing written).
+    official_revision names the upstream revision of the official column (see build()).
+    Returns the metrics.json content. Raises InputError (bad input, nothing written) or
+    revisions.UnknownRevision.
     """
     out = Path(out)
     metrics, uni, rows = build(Path(tree), icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet,
-                               official_only, exclude_invalid=exclude_invalid)
+                               official_only, exclude_invalid=exclude_invalid,
+                               official_revision=official_revision)
     write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
                out / "unified-samples.jsonl": jsonl(rows)})
     if not quiet:

@@ -21,8 +21,11 @@ SCHEMA = "runner-event"
 
 
 class EventLog:
-    def __init__(self, wall: Callable[[], float] = time.monotonic):
+    def __init__(self, wall: Callable[[], float] = time.monotonic, record_wall: bool = True):
+        """record_wall False (deterministic runners): lines carry no `wall`, so the same input gives
+        the same bytes; wall time is still measured (`elapsed`) for stage.json's timings."""
         self._wall = wall
+        self.record_wall = record_wall
         self.rows: list[dict] = []
         self.stats: dict[str, Any] = {}
         self.wall0 = wall()
@@ -31,7 +34,9 @@ class EventLog:
         """Append one event at input-timeline time t; raise ValueError if it breaks the schema."""
         if not isinstance(t, (int, float)) or not math.isfinite(t):
             raise ValueError(f"event {type!r}: time {t!r} is not a finite number")
-        row = {"t": round(float(t), 6), "wall": round(self._wall(), 6), "type": type}
+        row = {"t": round(float(t), 6), "type": type}
+        if self.record_wall:
+            row["wall"] = round(self._wall(), 6)
         row.update({k: _plain(v) for k, v in fields.items()})
         msg = schemas.problem(SCHEMA, row)
         if msg:

@@ -47,10 +47,14 @@ class Runner(Protocol):
 
 
 class BaseRunner:
-    """Defaults for the optional parts of the contract."""
+    """Defaults for the optional parts of the contract.
+
+    `deterministic`: the output depends only on the input, settings and seed (no wall clock), so
+    the event log omits wall times and the same input gives the same bytes."""
 
     name = "base"
     clock = "simulated"
+    deterministic = False
     in_sr: int | None = None
     out_sr: int | None = None
 

@@ -65,10 +65,12 @@ def run_sample(ctx: SampleContext, runner: Runner, seed: int | None) -> None:
     user, sr = ctx.read_wav("input.wav", channels=None)  # any rate; several channels are mixed down
     runner.setup()
     seed_everything(seed)
-    log = EventLog()
+    deterministic = bool(getattr(runner, "deterministic", False))
+    log = EventLog(record_wall=not deterministic)
     out = render(runner, user, sr, log)
     duration = len(user) / sr
-    log.emit("stats", duration, wall_s=log.elapsed(), rtf=log.elapsed() / duration, **log.stats)
+    timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
+    log.emit("stats", duration, **timing, **log.stats)
     in_sr = runner.in_sr or sr
     record = {
         "runner": runner.name,
@@ -80,6 +82,7 @@ def run_sample(ctx: SampleContext, runner: Runner, seed: int | None) -> None:
         "models": {k: v for k, v in runner.models().items() if v is not None},
         "stats": log.stats,
         "seed": seed,
+        "deterministic": deterministic,
     }
     ctx.write_wav("output.wav", out, sr)
     ctx.write_jsonl("events.jsonl", log.rows, "runner-event")

@@ -70,10 +70,13 @@ def main(ctx, home):
 @click.option("--memory-gb", type=float, default=None,
               help="Memory a stage may use, GiB (default 3/4 of the machine's).")
 @click.option("--cpus", type=float, default=None, help="CPUs a stage may use (default all).")
+@click.option("--official-revision", default=None,
+              help="Upstream Full-Duplex-Bench revision the official column follows (default: the "
+                   "aggregator's; see docs/metrics.md).")
 @click.pass_obj
 @one_line_errors
 def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, asr_args,
-             judge_args, stage_timeout, memory_gb, cpus):
+             judge_args, stage_timeout, memory_gb, cpus, official_revision):
     """Run the whole pipeline and print the metrics.
 
     Exit code: 0 when every sample is in the metrics, 1 when the run is partial (the missing
@@ -81,7 +84,8 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
     t0 = time.monotonic()
     limits = Limits.make(stage_timeout, memory_gb, cpus)
     plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
-                        _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"))
+                        _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
+                        official_revision=official_revision)
     rt = _runtime(runtime, _parse_pairs(images, "--image"))
     run_id = store.new_run()
     run_dir = store.run_dir(run_id)

@@ -137,7 +137,8 @@ class Engine:
         cfg = cfg_dir / f"{p.spec.name}.json"
         atomic_write_json(cfg, p.config)
         call = Call(p.spec.component, "check", cfg, secret_env=p.secret_env, pass_env=p.spec.keys,
-                    log_file=self._log_file(f"check-{p.spec.name}"), quiet=True)
+                    log_file=self._log_file(f"check-{p.spec.name}"), quiet=True,
+                    host_paths=p.spec.host_paths())
         outcome = self.runtime.run(call, CHECK_LIMITS)
         if outcome.rc != EXIT_OK:
             why = outcome.last_error or outcome.reason or f"exit code {outcome.rc}"
@@ -185,7 +186,7 @@ class Engine:
             log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  running")
             config = self.store.write_config(key, p.config)
             call = Call(spec.component, "run", config, key, dirs, self.store.stage_dir(key), self.cache,
-                        spec.network, p.secret_env, spec.keys, self._log_file(spec.name))
+                        spec.network, p.secret_env, spec.keys, spec.host_paths(), self._log_file(spec.name))
             outcome = self.runtime.run(call, self.limits)
             record = self.store.record(key)
             fresh = record is not None and record.get("invocation") == call.invocation

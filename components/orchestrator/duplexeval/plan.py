@@ -37,10 +37,23 @@ class StageSpec:
     network: bool = False
     keys: tuple[str, ...] = ()  # credential variables passed by name to this stage
 
+    def host_paths(self) -> list[str]:
+        """Files or folders on this machine that a setting names (a CA certificate, a model
+        folder): the docker runtime mounts each read-only at the same path."""
+        args = {**(self.config.get("runner_args") or {}), **(self.config.get("judge_args") or {}),
+                **(self.config.get("backend_args") or {})}
+        return sorted({v for k, v in args.items() if k in PATH_ARGS and isinstance(v, str)
+                       and os.path.isabs(v) and os.path.exists(v)})
+
+
+# Settings whose value is a path on this machine (see StageSpec.host_paths).
+PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir")
+
 
 def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | None,
                  runner_args: dict | None = None, asr_args: dict | None = None,
-                 judge_args: dict | None = None, environ: dict | None = None) -> list[StageSpec]:
+                 judge_args: dict | None = None, environ: dict | None = None,
+                 official_revision: str | None = None) -> list[StageSpec]:
     environ = os.environ if environ is None else environ
     if limit is not None and limit < 1:
         raise DuplexEvalError(f"--limit must be at least 1 (samples per subset), got {limit}")
@@ -60,7 +73,8 @@ def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | No
                   ["dataset", "runner"]),
         StageSpec("judge", "judge", {"judge": judge, "judge_args": j_args}, ["dataset", "asr"],
                   network=judge not in ("none", "embedding-relevance"), keys=JUDGE_KEYS.get(judge, ())),
-        StageSpec("aggregate", "aggregator", {"benchmark": "fdb-v1"},
+        StageSpec("aggregate", "aggregator",
+                  {"benchmark": "fdb-v1", **({"official_revision": official_revision} if official_revision else {})},
                   ["dataset", "runner", "asr", "judge"]),
     ]
 

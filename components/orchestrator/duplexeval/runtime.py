@@ -69,6 +69,7 @@ class Call:
     network: bool = False
     secret_env: dict[str, str] = field(default_factory=dict)  # values; never written
     pass_env: tuple[str, ...] = ()  # names passed through from our environment (keys)
+    host_paths: list[str] = field(default_factory=list)  # files a setting names (mounted read-only)
     log_file: Path | None = None
     quiet: bool = False             # log file only, nothing on the console
     invocation: str = field(default_factory=lambda: uuid.uuid4().hex)

@@ -47,6 +47,7 @@ class DockerRuntime:
     def run(self, call: Call, limits: Limits) -> Outcome:
         mounts = [(d, f"/in/{i}", True) for i, d in enumerate(call.inputs)]
         mounts.append((call.config, "/config/stage.json", True))
+        mounts += [(p, p, True) for p in call.host_paths]  # at the same path: the setting stays valid
         args = [call.action, "--config", "/config/stage.json"]
         if call.action == "run":
             mounts.append((call.output, "/out", False))

@@ -77,6 +77,8 @@ class CascadeRunner(BaseRunner):
                           system_prompt=a["system_prompt"])
         self.tts = PiperTTS(noise_scale=a["tts_noise_scale"], noise_w_scale=a["tts_noise_w_scale"])
         self.out_sr = voice_rate()
+        # With the fixed clock the placement depends on no wall time: same input, same bytes.
+        self.deterministic = a["clock"] == "fixed"
         self._vad: vad.Endpointer | None = None
         self.load_s: dict[str, float] = {}
         self._load_reported = False
@@ -115,7 +117,8 @@ class CascadeRunner(BaseRunner):
             raise DuplexEvalError(f"cascade runs at {vad.SR} Hz, got {sr}")
         self.setup()
         if not self._load_reported:
-            log.emit("stats", 0.0, model_load_s=self.load_s)
+            if not self.deterministic:
+                log.emit("stats", 0.0, model_load_s=self.load_s)
             self._load_reported = True
         session = _Session(self, user, log)
         self._vad.reset()
@@ -191,7 +194,7 @@ class _Session:
         t0 = time.perf_counter()
         text = r.asr.transcribe(audio)
         asr_s = time.perf_counter() - t0
-        log.emit("asr", now, text=text, seconds=asr_s, audio_s=len(audio) / vad.SR)
+        log.emit("asr", now, text=text, **self._wall(seconds=asr_s), audio_s=len(audio) / vad.SR)
         if not any(c.isalnum() for c in text):
             self.busy_until = begin + (asr_s if measured else 0.0)
             return
@@ -199,7 +202,7 @@ class _Session:
         t0 = time.perf_counter()
         reply, tokens = r.llm.reply(self.history)
         llm_s = time.perf_counter() - t0
-        log.emit("llm", now, text=reply, seconds=llm_s, tokens=tokens)
+        log.emit("llm", now, text=reply, **self._wall(seconds=llm_s), tokens=tokens)
         if not any(c.isalnum() for c in reply):
             self.history.pop()
             self.busy_until = begin + (asr_s + llm_s if measured else 0.0)
@@ -208,7 +211,7 @@ class _Session:
         t0 = time.perf_counter()
         speech = r.tts.synthesize(reply)
         tts_s = time.perf_counter() - t0
-        log.emit("tts", now, seconds=tts_s, audio_s=len(speech) / r.out_sr)
+        log.emit("tts", now, **self._wall(seconds=tts_s), audio_s=len(speech) / r.out_sr)
         spent = asr_s + llm_s + tts_s
         compute = spent if measured else float(r.args["fixed_compute_s"])
         self.busy_until = begin + compute
@@ -220,7 +223,11 @@ class _Session:
         self.timings["latency"].append(round(start / r.out_sr - speech_end, 3))
         log.emit("speak", start / r.out_sr, end_t=(start + len(speech)) / r.out_sr, text=reply,
                  speech_end_t=speech_end, endpoint_t=now, queued_s=begin - now, compute_s=compute,
-                 measured_s=spent)
+                 **self._wall(measured_s=spent))
+
+    def _wall(self, **values: float) -> dict:
+        """Wall-clock numbers for the event log, only when the placement depends on them."""
+        return values if self.r.args["clock"] == "measured" else {}
 
     def stats(self) -> dict:
         s: dict[str, Any] = {"turns": self.turns, "replies": self.replies, "interrupts": self.interrupts}

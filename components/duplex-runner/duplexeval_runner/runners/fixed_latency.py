@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
 class FixedLatencyRunner(BaseRunner):
     name = "fixed-latency"
     clock = "simulated"
+    deterministic = True
     in_sr = None
     out_sr = None
 

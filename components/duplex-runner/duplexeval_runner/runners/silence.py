@@ -13,6 +13,7 @@ from ..protocol import BaseRunner, resolve_args
 class SilenceRunner(BaseRunner):
     name = "silence"
     clock = "simulated"
+    deterministic = True
     in_sr = None
     out_sr = None
 
