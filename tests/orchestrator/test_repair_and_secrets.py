@@ -108,7 +108,8 @@ def planted_secret_runs(home, server, cert, chat, runtime):  # noqa: F811
     assert r.returncode == 0, r.stderr[-3000:]
     # 2. the same with the key in a setting
     r = dx(home, "eval", "--model", "fixed-latency", "--judge", "official-gpt", "--limit", "1",
-           "--judge-arg", f"base_url={base_url}", "--judge-arg", f"api_key={S_CFG}", *extra,
+           "--judge-arg", f"base_url={base_url}", "--judge-arg", f"api_key={S_CFG}",
+           "--judge-arg", "cache=false", *extra,
            env={"OPENAI_API_KEY": S_ENV, **denv})
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"Bearer {S_ENV}" in chat.auth and f"Bearer {S_CFG}" in chat.auth

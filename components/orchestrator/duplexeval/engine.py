@@ -110,10 +110,12 @@ class Engine:
 
     # ---- the whole plan, checked first -------------------------------------------------------
 
-    def check(self, plan: list[StageSpec]) -> list[str]:
-        """Check every stage that will run; return their names. Raises DuplexEvalError."""
+    def check(self, plan: list[StageSpec], given: dict[str, dict] | None = None) -> list[str]:
+        """Check every stage that will run; return their names. Raises DuplexEvalError.
+
+        given: complete stages the plan's stages read by name ({name: stage record with "key"})."""
         prepared = self._prepare(plan)
-        done: dict[str, dict] = {}
+        done: dict[str, dict] = dict(given or {})
         to_check: list[_Prepared] = []
         for p in prepared:
             ins = self._inputs(p.spec, done)
@@ -146,8 +148,8 @@ class Engine:
 
     # ---- running -----------------------------------------------------------------------------
 
-    def run(self, plan: list[StageSpec]) -> list[StageResult]:
-        done_records: dict[str, dict] = {}
+    def run(self, plan: list[StageSpec], given: dict[str, dict] | None = None) -> list[StageResult]:
+        done_records: dict[str, dict] = dict(given or {})
         results: list[StageResult] = []
         for p in self._prepare(plan):
             result, record = self._run_stage(p, done_records)

@@ -17,8 +17,9 @@ from . import catalog
 
 # Judges that call an API: their endpoint settings come from the environment when not given, and
 # their key is passed by name.
-JUDGE_ENDPOINTS = {"official-gpt": {"base_url": "OPENAI_BASE_URL"}}
-JUDGE_KEYS = {"official-gpt": ("OPENAI_API_KEY",)}
+JUDGE_ENDPOINTS = {"official-gpt": {"base_url": "OPENAI_BASE_URL"}, "openai": {"base_url": "OPENAI_BASE_URL"}}
+JUDGE_KEYS = {"official-gpt": ("OPENAI_API_KEY",), "openai": ("OPENAI_API_KEY",)}
+OFFLINE_JUDGES = ("none", "embedding-relevance", "local-llm")
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | No
         StageSpec("asr", "asr-aligner", {"backend": asr, "backend_args": dict(asr_args or {})},
                   ["dataset", "runner"]),
         StageSpec("judge", "judge", {"judge": judge, "judge_args": j_args}, ["dataset", "asr"],
-                  network=judge not in ("none", "embedding-relevance"), keys=JUDGE_KEYS.get(judge, ())),
+                  network=judge not in OFFLINE_JUDGES, keys=JUDGE_KEYS.get(judge, ())),
         StageSpec("aggregate", "aggregator",
                   {"benchmark": "fdb-v1", **({"official_revision": official_revision} if official_revision else {})},
                   ["dataset", "runner", "asr", "judge"]),

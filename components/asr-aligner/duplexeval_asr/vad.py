@@ -1,0 +1,105 @@
+"""Speech segments of output.wav (vad.json), and the flag for words said in silence.
+
+Silero VAD from the silero-vad pip package (its bundled ONNX model, one onnxruntime
+thread: silero's own session options), run on the same 16 kHz channel the ASR hears, with
+silero's get_speech_timestamps defaults (threshold 0.5, min speech 250 ms, min silence
+100 ms, pad 30 ms), as the official eval_backchannel.py uses them, but at the true rate.
+Every setting is recorded in vad.json (schemas/vad.schema.json), so the aggregator, the
+report and the sensitivity command can read one record instead of recomputing.
+
+A word whose span holds no VAD speech is flagged `no_speech: true` in transcript.json (a
+likely hallucination in silence); it is kept, not dropped.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from duplexeval_common import optional
+from duplexeval_common.hashing import sha256_file
+
+from .backends import ASR_RATE, Word
+
+SILERO_HINT = "pip install silero-vad==6.2.3 onnxruntime==1.32.0"
+DEFAULTS = {"threshold": 0.5, "min_speech_duration_ms": 250, "min_silence_duration_ms": 100,
+            "speech_pad_ms": 30}
+_ROUND = 3  # ms: segment bounds are multiples of one sample at 16 kHz anyway
+
+
+def settings(overrides: dict | None = None) -> dict:
+    from duplexeval_common.errors import DuplexEvalError
+    unknown = sorted(set(overrides or {}) - set(DEFAULTS))
+    if unknown:
+        raise DuplexEvalError(f"unknown vad setting(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
+    return {**DEFAULTS, **(overrides or {})}
+
+
+def _model_file() -> Path:
+    spec = importlib.util.find_spec("silero_vad")
+    return Path(list(spec.submodule_search_locations)[0]) / "data" / "silero_vad.onnx"
+
+
+class SileroVad:
+    """One loaded ONNX Silero model; `segments(audio16k)` -> [(start_s, end_s)]."""
+
+    def __init__(self, overrides: dict | None = None):
+        optional.require("Silero VAD", ["silero_vad", "onnxruntime"], {"silero_vad": SILERO_HINT,
+                                                                        "onnxruntime": SILERO_HINT})
+        self.settings = settings(overrides)
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            import torch
+            threads = torch.get_num_threads()
+            import silero_vad  # its import sets torch to one thread; restore the caller's
+            torch.set_num_threads(threads)
+            self._model = silero_vad.load_silero_vad(onnx=True)
+            self._get = silero_vad.get_speech_timestamps
+        return self._model
+
+    def record_head(self) -> dict:
+        return {"model": "silero-vad " + importlib.metadata.version("silero-vad") + " (silero_vad.onnx)",
+                "model_sha256": _model_sha256(str(_model_file())),
+                "settings": {**self.settings, "backend": "onnx", "threads": 1,
+                             "onnxruntime": importlib.metadata.version("onnxruntime")},
+                "sample_rate": ASR_RATE}
+
+    def segments(self, audio: np.ndarray) -> list[tuple[float, float]]:
+        if len(audio) < 512 or not np.any(audio):
+            return []
+        import torch
+        model = self._load()
+        model.reset_states()
+        with torch.no_grad():
+            ts = self._get(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), model,
+                           sampling_rate=ASR_RATE, return_seconds=False, **self.settings)
+        return [(round(t["start"] / ASR_RATE, _ROUND), round(t["end"] / ASR_RATE, _ROUND)) for t in ts]
+
+
+@lru_cache(maxsize=None)
+def _model_sha256(path: str) -> str:
+    return sha256_file(Path(path))
+
+
+def vad_record(vad: SileroVad, audio: np.ndarray, channel: str) -> dict:
+    head = vad.record_head()
+    head["settings"] = {**head["settings"], "channel": channel}
+    return {**head, "duration_s": round(len(audio) / ASR_RATE, 6),
+            "segments": [{"start": s, "end": e} for s, e in vad.segments(audio)]}
+
+
+def in_silence(word: Word, segments: list[tuple[float, float]]) -> bool:
+    """True when no speech segment overlaps the word's span ([start, end], or the start alone
+    when end is null)."""
+    start = word.start
+    end = start if word.end is None else max(word.end, start)
+    for s, e in segments:
+        if (s < end and e > start) if end > start else (s <= start <= e):
+            return False
+    return True
