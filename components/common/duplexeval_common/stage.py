@@ -133,6 +133,9 @@ class StageContext:
     config: dict
     output: Path
     statuses: dict[str, dict]
+    # Numbers about this invocation (API calls made, cache hits): recorded in stage.json, which is
+    # not an output, so the outputs stay the same bytes whether they were computed or cached.
+    invocation: dict = field(default_factory=dict)
 
     def ok_samples(self) -> list[Sample]:
         return [s for s in self.inputs.samples() if self.statuses.get(s.key, {}).get("status") == "ok"]
@@ -175,11 +178,14 @@ class Stage:
         samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
         self._ready = False
         statuses = self._run_samples(samples, inputs, config, output)
+        notes: dict = {}
         if shard[1] == 1 and self.finalize:
             self._setup_once(config)
-            self.finalize(StageContext(inputs, config, output, statuses))
+            sctx = StageContext(inputs, config, output, statuses)
+            self.finalize(sctx)
+            notes = sctx.invocation
         failed = [k for k, s in statuses.items() if s["status"] == "failed"]
-        self._write_record(output, inputs, config, statuses, t0, shard)
+        self._write_record(output, inputs, config, statuses, t0, shard, notes)
         if failed:
             log(f"[{self.component}] {len(failed)} of {len(statuses)} samples failed")
         return EXIT_SAMPLES_FAILED if failed and not allow_failures else EXIT_OK
@@ -239,7 +245,7 @@ class Stage:
         log(f"error: {sample.key}: {reason}")
         return {"status": "failed", "reason": reason, "seconds": round(time.monotonic() - t, 3)}
 
-    def _write_record(self, output, inputs, config, statuses, t0, shard) -> None:
+    def _write_record(self, output, inputs, config, statuses, t0, shard, notes=None) -> None:
         outputs = {p.relative_to(output).as_posix(): sha256_file(p)
                    for p in sorted(output.rglob("*"))
                    if p.is_file() and not _is_record(p.name) and ".partial" not in p.as_posix()
@@ -258,6 +264,8 @@ class Stage:
             "environment": environment_record(),
             "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3)},
         }
+        if notes:
+            record["invocation_notes"] = redact(notes)
         name = STAGE_RECORD if shard[1] == 1 else f"stage.shard-{shard[0]}-of-{shard[1]}.json"
         schemas.validate("stage", record, name)
         atomic_write_json(output / name, record)

@@ -187,6 +187,7 @@ def write_summary(sctx: StageContext, state: Judging) -> None:
             validate("judge-ledger", row, LEDGER)
         atomic_write_text(sctx.output / LEDGER, jsonl_text(rows))
         summary.update(_llm_summary(judge, rows, records))
+        sctx.invocation["judge_usage"] = invocation_usage(judge)
     else:
         rated = [r["rating"] for r in records.values() if r.get("rating") is not None]
         summary["scores"] = {"judged": len(rated), "scored": len(rated),
@@ -205,12 +206,19 @@ def _llm_summary(judge: LLMJudge, rows: list[dict], records: dict[str, dict]) ->
               "no_reply": sum(1 for r in records.values() if r.get("reason") == NO_REPLY),
               **p.parser.summarize(parsed),
               "note": "unparsed and failed judgements are excluded from the mean and counted here"}
-    use = judge.engine.usage()
     t_in = sum(r["tokens_in"] or 0 for r in rows)
     t_out = sum(r["tokens_out"] or 0 for r in rows)
-    usage = {**use, "retries": getattr(judge.engine.backend, "retries", 0),
-             "cost": cost(use["tokens_in"], use["tokens_out"], judge.price), "price": judge.price,
-             "recorded": {"judgements": len(rows), "tokens_in": t_in, "tokens_out": t_out,
-                          "cost": cost(t_in, t_out, judge.price)}}
+    # What the judgements cost, summed over the ledger: the same whether they came from the API or
+    # the cache, so judge.json is the same bytes either way. What this invocation asked the API
+    # (calls, cache hits, retries) is in stage.json (invocation_notes), not an output.
+    usage = {"judgements": len(rows), "tokens_in": t_in, "tokens_out": t_out,
+             "cost": cost(t_in, t_out, judge.price), "price": judge.price}
     return {"prompt": {**p.identity(), "source": p.source, "parser": p.parser_name},
             "run_settings": judge.run_settings, "ledger": LEDGER, "scores": scores, "usage": usage}
+
+
+def invocation_usage(judge: LLMJudge) -> dict:
+    """This invocation's API use: calls, cache hits, retries, tokens and cost of the calls made."""
+    use = judge.engine.usage()
+    return {**use, "retries": getattr(judge.engine.backend, "retries", 0),
+            "cost": cost(use["tokens_in"], use["tokens_out"], judge.price)}

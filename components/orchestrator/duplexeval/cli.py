@@ -123,6 +123,7 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
     failed = [r for r in results if r.status == "failed"]
     status = "failed" if failed or len(results) < len(plan) else ("partial" if missing else "ok")
     record["environment"]["machine"]["load_average_end"] = provenance.load_average()
+    record["judge_usage"] = judge_usage(store, results)
     record.update(status=status, stages=[r.record() for r in results], summary=summary, missing=missing,
                   seconds=round(time.monotonic() - t0, 2))
     if failed:
@@ -179,6 +180,19 @@ def models_cmd():
         click.echo(f"model   {name:16} {m.summary}")
     for name, (_, _, summary) in sorted(catalog.DATASETS_KNOWN.items()):
         click.echo(f"dataset {name:16} {summary}")
+
+
+def judge_usage(store: Store, results: list) -> dict | None:
+    """Tokens, judgements and cost of the run's judge (from its judge.json), and the API calls and
+    cache hits of the invocation that made them (its stage.json)."""
+    stage = next((r for r in results if r.name == "judge" and r.status != "failed"), None)
+    if stage is None:
+        return None
+    d = store.stage_dir(stage.key)
+    summary = read_json(d / "judge.json") if (d / "judge.json").is_file() else {}
+    rec = store.record(stage.key) or {}
+    return {"judge": summary.get("judge"), "model": summary.get("model"), **(summary.get("usage") or {}),
+            "invocation": (rec.get("invocation_notes") or {}).get("judge_usage"), "cached": stage.cached}
 
 
 def _csv(value: str | None, cast, what: str) -> list:
