@@ -18,6 +18,14 @@ JUDGE_MODEL ?=
 JUDGE_BASE_URL ?=
 # which upstream Full-Duplex-Bench revision the official column follows (docs/metrics.md)
 OFFICIAL_REVISION ?=
+# where stages run: empty/local (this machine) or slurm (job arrays; docs/scale.md)
+EXECUTOR ?=
+SLURM_SHARDS ?=
+SLURM_PARTITION ?=
+SLURM_TIME ?=
+SLURM_GPUS_RUNNER ?=
+SLURM_RETRIES ?=
+SLURM_SBATCH_ARGS ?=
 
 # One image variable per component for the docker runtime: swapping one re-runs that stage and those after it.
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
@@ -33,7 +41,11 @@ eval: setup $(if $(filter docker,$(RUNTIME)),images)
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \
-	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)")
+	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)") \
+	  $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(SLURM_SHARDS),--slurm-shards $(SLURM_SHARDS)) \
+	  $(if $(SLURM_PARTITION),--slurm-partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--slurm-time $(SLURM_TIME)) \
+	  $(if $(SLURM_GPUS_RUNNER),--slurm-gpus-runner $(SLURM_GPUS_RUNNER)) \
+	  $(if $(SLURM_RETRIES),--slurm-retries $(SLURM_RETRIES)) $(foreach a,$(SLURM_SBATCH_ARGS),--slurm-sbatch-arg=$(a))
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests

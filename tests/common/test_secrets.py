@@ -56,10 +56,36 @@ def test_extract_moves_secrets_out_and_expand_puts_them_back(monkeypatch):
                            "prompt": f"echo {KEY}", "max_new_tokens": 3}}
     safe, env = extract(cfg)
     text = repr(safe)
-    assert KEY not in text and "plain-secret-1" not in text
+    assert "plain-secret-1" not in text and f"bob:{KEY}" not in text
+    # a key's value quoted inside an ordinary setting stays a setting, but never reaches a file
+    assert KEY not in repr(redact(safe))
     assert safe["runner_args"]["max_new_tokens"] == 3 and "bob:" in safe["runner_args"]["url"]
     assert set(secret_refs(safe)) == set(env)
     assert expand(safe, env) == cfg
     with pytest.raises(DuplexEvalError, match="not set in the environment"):
         expand(safe, {})
 
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("duplexeval eval --runner-arg=api_key=SEKRETAAA111", "SEKRETAAA111"),
+    ('headers={"Authorization": "Bearer SEKRETBBB222"}', "SEKRETBBB222"),
+    ("base_url=http://127.0.0.1:1/v1#access_token=FRAGSEKRET7", "FRAGSEKRET7"),
+    ('password = "hunter2hunter2"', "hunter2hunter2"),
+    ('OPENAI_API_KEY="sk-abcdefgh123"', "sk-abcdefgh123"),
+    ("auth=user:pass1234", "user:pass1234"),
+])
+def test_scrub_catches_credentials_in_awkward_places(text, secret):
+    assert secret not in scrub(text)
+
+
+def test_names_and_values_that_are_not_credentials(monkeypatch):
+    assert not is_secret_name("PWD") and not is_secret_name("DUPLEXEVAL_STAGE_KEY")
+    assert is_secret_name("OPENAI_KEY") and is_secret_name("auth") and is_secret_name("passphrase")
+    # an environment "secret" that is an ordinary word is not hunted in text, nor moved out of settings
+    monkeypatch.setenv("MY_TOKEN", "precomputed")
+    assert scrub("backend precomputed") == "backend precomputed"
+    safe, env = extract({"backend": "precomputed"})
+    assert safe == {"backend": "precomputed"} and env == {}
+    monkeypatch.setenv("PWD", "/work/main")
+    assert scrub("wrote /work/main/store") == "wrote /work/main/store"

@@ -115,3 +115,16 @@ def test_a_stage_past_its_timeout_is_killed_in_docker(tmp_path):
     assert r.returncode == 2 and "timed out after 2 s" in r.stderr, r.stderr[-2000:]
     run = read_json(tmp_path / "runs" / "latest" / "run.json")
     assert run["status"] == "failed" and "timed out" in run["stages"][0]["reason"]
+
+
+@pytest.mark.parametrize("asr", ["whisper-timestamped", "stable-ts"])
+def test_other_asr_backends_run_in_docker_and_equal_local(tmp_path, asr):
+    args = ["--model", "fixed-latency", "--judge", "none", "--limit", "1", "--asr", asr]
+    out = {}
+    for runtime in ("docker", "local"):
+        r = subprocess.run([command("duplexeval"), "--home", str(tmp_path / runtime), "eval", *args,
+                            "--runtime", runtime], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        run = read_json(tmp_path / runtime / "runs" / "latest" / "run.json")
+        out[runtime] = (tmp_path / runtime / "store" / run["stages"][-1]["key"] / "metrics.json").read_bytes()
+    assert out["docker"] == out["local"]

@@ -70,3 +70,15 @@ def test_runs_and_show_list_the_runs(home, silence_run):
     assert out.returncode == 0 and "silence" in out.stdout
     show = subprocess.run([command("duplexeval"), "--home", str(home), "show"], capture_output=True, text=True)
     assert show.returncode == 0 and "synthetic_pause_handling" in show.stdout
+
+
+@pytest.mark.parametrize("asr", ["whisper-timestamped", "stable-ts"])
+def test_eval_with_other_asr_backends_offline(tmp_path, asr):
+    """`make eval ASR=whisper-timestamped|stable-ts` runs offline (tiny.en converted from the shipped
+    CTranslate2 model) and gives the control's latency of 1.0 s up to word timing."""
+    r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--model", "fixed-latency",
+                        "--limit", "1", "--judge", "none", "--asr", asr], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = read_json(tmp_path / "runs" / "latest" / "run.json")
+    tt = read_json(tmp_path / "store" / run["stages"][-1]["key"] / "metrics.json")["subsets"]["synthetic_turn_taking"]
+    assert tt["official"]["tor"] == 1 and abs(tt["official"]["latency"] - 1.0) < 0.2

@@ -30,7 +30,9 @@ def stage_dirs(home):
     (["--asr-arg", "beam=3"], "backend_args"),
     (["--limit", "0"], "--limit must be at least 1"),
     (["--model", "no-such-model"], "unknown model"),
-    (["--stage-timeout", "-1"], "--stage-timeout must be a positive number"),
+    (["--stage-timeout", "-1"], "--stage-timeout must be a positive finite number"),
+    (["--memory-gb", "inf"], "--memory-gb must be a positive finite number"),
+    (["--image", "asr-aligner=x"], "--image applies to the docker runtime"),
 ])
 def test_bad_settings_stop_before_any_stage_runs(tmp_path, args, message):
     r = dx(tmp_path, "eval", "--model", "silence", "--judge", "none", *args)

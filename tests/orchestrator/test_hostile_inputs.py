@@ -207,3 +207,46 @@ def test_make_score_argument_errors(arena):
     (arena / "afile").write_text("x")
     r = make_score(tree, arena / "afile")
     assert r.returncode != 0 and "exists and is not a folder" in r.stderr
+
+
+def test_a_linked_output_subfolder_is_refused_before_anything_is_removed(arena):
+    inp = stage_folder(arena / "in", [("synthetic_pause_handling", "0")])
+    (arena / "victim" / ".precious.partial").mkdir()
+    out = arena / "out"
+    (out / "samples").mkdir(parents=True)
+    os.symlink(arena / "victim", out / "samples" / "synthetic_pause_handling")
+    cfg = arena / "cfg.json"
+    cfg.write_text(json.dumps({"runner": "silence"}))
+    r = run_stage("duplex-runner", inp, out, cfg)
+    assert r.returncode == 2 and "link" in r.stderr
+    assert (arena / "victim" / ".precious.partial").is_dir()
+
+
+def test_an_id_with_a_trailing_newline_is_refused(arena):
+    inp = stage_folder(arena / "in", [("synthetic_pause_handling", "abc\n")])
+    cfg = arena / "cfg.json"
+    cfg.write_text(json.dumps({"runner": "silence"}))
+    r = run_stage("duplex-runner", inp, arena / "out", cfg)
+    assert r.returncode == 2 and not (arena / "out" / "samples" / "synthetic_pause_handling" / "abc\n").exists()
+
+
+def test_make_score_refuses_file_links_leaving_the_tree_and_out_inside_it(arena):
+    tree = score_tree_dir(arena / "tree")
+    target = tree / "synthetic_pause_handling" / "0" / "output.wav"
+    os.replace(target, arena / "victim" / "output.wav")
+    os.symlink(arena / "victim" / "output.wav", target)
+    r = make_score(tree, arena / "out")
+    assert r.returncode != 0 and "output.wav is a link leaving the tree" in r.stderr, r.stderr
+    tree2 = score_tree_dir(arena / "tree2")
+    r = make_score(tree2, tree2 / "out_pause_handling")
+    assert r.returncode != 0 and "lies inside the tree" in r.stderr
+
+
+def test_config_with_duplicate_keys_or_deep_nesting_is_one_line(arena):
+    inp = stage_folder(arena / "in", [("synthetic_pause_handling", "0")])
+    cfg = arena / "cfg.json"
+    for text, message in (('{"runner": "silence", "runner": "fixed-latency"}', "duplicate key"),
+                          ("[" * 100000, "nested too deeply")):
+        cfg.write_text(text)
+        r = run_stage("duplex-runner", inp, arena / "out", cfg)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

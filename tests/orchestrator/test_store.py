@@ -35,18 +35,46 @@ def test_digest_is_the_content_outputs_and_statuses_not_timings():
     assert content_digest(a) != content_digest(other_bytes)
 
 
+def put_stage(store, key, samples):
+    """A real stage folder: a sealed sample folder per ok sample, stage.json with their hashes."""
+    from duplexeval_common.hashing import sha256_file
+    d = store.stage_dir(key)
+    outputs = {}
+    for sample, status in samples.items():
+        if status["status"] == "ok":
+            for name, text in (("out.txt", sample), ("_done.json", "{}")):
+                p = d / "samples" / sample / name
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text)
+                outputs[f"samples/{sample}/{name}"] = sha256_file(p)
+    atomic_write_json(d / "stage.json", record(samples, outputs))
+    return d
+
+
 def test_complete_refuses_failed_and_stale_skips(tmp_path):
     store = Store(tmp_path)
-    atomic_write_json(store.stage_dir("k1") / "stage.json", record({"s/0": {"status": "ok"}}))
-    atomic_write_json(store.stage_dir("k2") / "stage.json",
-                      record({"s/0": {"status": "ok"}, "s/1": {"status": "failed", "reason": "x"}}))
-    atomic_write_json(store.stage_dir("k3") / "stage.json",
-                      record({"s/0": {"status": "ok"}, "s/1": {"status": "skipped", "reason": "up"}}))
+    put_stage(store, "k1", {"s/0": {"status": "ok"}})
+    put_stage(store, "k2", {"s/0": {"status": "ok"}, "s/1": {"status": "failed", "reason": "x"}})
+    put_stage(store, "k3", {"s/0": {"status": "ok"}, "s/1": {"status": "skipped", "reason": "up"}})
     assert store.complete("k1") is not None
     assert store.complete("k2") is None
     assert store.complete("missing") is None
     assert store.complete("k3", {"s/1"}) is not None       # still failed upstream: the skip stands
     assert store.complete("k3", set()) is None             # upstream repaired: the skip is stale
+
+
+def test_complete_refuses_a_stage_damaged_or_edited_by_hand(tmp_path):
+    from duplexeval_common.jsonio import read_json
+    store = Store(tmp_path)
+    d = put_stage(store, "k1", {"s/0": {"status": "ok"}, "s/1": {"status": "ok"}})
+    assert store.complete("k1") is not None
+    (d / "samples/s/0/out.txt").write_text("changed")
+    assert store.complete("k1") is None                    # an output no longer hashes the same
+    d = put_stage(store, "k2", {"s/0": {"status": "ok"}, "s/1": {"status": "failed", "reason": "x"}})
+    rec = read_json(d / "stage.json")
+    rec["samples"]["s/1"] = {"status": "ok"}               # a failed sample edited to ok
+    atomic_write_json(d / "stage.json", rec)
+    assert store.complete("k2") is None
 
 
 def _hold(root, key, seconds, q):

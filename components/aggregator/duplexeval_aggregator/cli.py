@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from duplexeval_common.cli import one_line_errors
+
 from duplexeval_common.errors import DuplexEvalError
 
 from . import revisions
@@ -42,6 +44,7 @@ def main() -> None:
               help="Upstream Full-Duplex-Bench revision whose evaluator rules the official column "
                    f"reproduces: {revisions.known()} (docs/metrics.md).")
 @click.option("--quiet", is_flag=True, help="No report and no progress.")
+@one_line_errors
 def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, jobs: int | None,
            vad_backend: str, official_only: bool, exclude_invalid: bool, official_revision: str,
            quiet: bool) -> None:
@@ -51,6 +54,10 @@ def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, j
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
     if out.exists() and not out.is_dir():
         click.echo(f"error: --out {out} exists and is not a folder", err=True)
+        sys.exit(2)
+    from duplexeval_common.samples import inside
+    if tree.is_dir() and inside(tree, out):
+        click.echo(f"error: --out {out} lies inside the tree {tree}: choose a folder outside it", err=True)
         sys.exit(2)
     if jobs is not None and jobs < 1:
         click.echo(f"error: --jobs must be at least 1, got {jobs}", err=True)
@@ -84,6 +91,7 @@ def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, j
               help="Compare folders whose official columns reproduce different upstream revisions "
                    "(or an unknown one); the official differences are labelled as across revisions. "
                    "Default: refuse with exit code 2.")
+@one_line_errors
 def compare_cmd(a: Path, b: Path, json_out: Path | None, allow_revision_mismatch: bool) -> None:
     """Paired comparison of two scored output folders (B minus A)."""
     from .compare import compare, render

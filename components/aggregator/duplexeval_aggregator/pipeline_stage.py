@@ -74,6 +74,7 @@ def score_stage(sctx: StageContext) -> None:
         failures = link_tree(sctx.inputs, tree)
         score_tree(tree, sctx.output, sctx.config.get("icc_gt"), None,  # None: the user cache
                    failures=failures, exclude_invalid=True,
+                   link_roots=tuple(d.resolve() for d in sctx.inputs.dirs),
                    official_revision=official_revision(sctx.config))
     unified = read_json(sctx.output / "unified.json")
     for line in invalid_lines(unified):

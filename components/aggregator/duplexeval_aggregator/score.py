@@ -38,7 +38,7 @@ def default_cache_dir() -> Path:
 
 
 def _load_samples(tree: Path, failures: dict[str, str],
-                  exclude_invalid: bool = False) -> dict[str, list[Sample]]:
+                  exclude_invalid: bool = False, link_roots: tuple = ()) -> dict[str, list[Sample]]:
     manifest = manifest_samples(tree)
     names = dict(discover_subsets(tree))
     for sub in (manifest or {}):
@@ -51,7 +51,7 @@ def _load_samples(tree: Path, failures: dict[str, str],
     for subset in sorted(names):
         task = names[subset]
         samples = select_samples(tree, subset, task, manifest, fails,
-                                 mark_invalid if exclude_invalid else None)
+                                 mark_invalid if exclude_invalid else None, link_roots=link_roots)
         rows = {str(r["id"]): r for r in (manifest or {}).get(subset, [])}
         for s in samples:
             try:
@@ -218,12 +218,15 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
           out: Path | None = None, vad_backend: str = "onnx", jobs: int | None = None,
           failures: dict[str, str] | None = None, quiet: bool = False,
           official_only: bool = False, *, exclude_invalid: bool = False,
-          official_revision: str | revisions.Revision | None = None) -> tuple[dict, dict, list]:
+          official_revision: str | revisions.Revision | None = None,
+          link_roots: tuple = ()) -> tuple[dict, dict, list]:
     """Compute (metrics, unified, rows) for a tree without writing anything but the VAD cache.
 
     official_only skips the unified column (and its VAD): unified metrics are {} and no rows.
     cache_dir is the VAD cache root (default user_cache_dir()/vad); `out` is not used for it.
-    exclude_invalid: see the module docstring. official_revision: the upstream revision whose
+    exclude_invalid: see the module docstring. link_roots: folders besides the tree that a sample's
+    file links may lead into (the pipeline's input stages); any other link is refused.
+    official_revision: the upstream revision whose
     rules the official column reproduces (a name of revisions.REVISIONS or an alias; None:
     revisions.DEFAULT); an unknown name raises revisions.UnknownRevision before any work.
     """
@@ -231,7 +234,7 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
         else revisions.get(official_revision)
     tree = Path(tree)
     workers = jobs or os.cpu_count() or 1
-    samples = _load_samples(tree, failures or {}, exclude_invalid)
+    samples = _load_samples(tree, failures or {}, exclude_invalid, (tree, *link_roots))
     judge = _judge(tree)
     if icc_gt is None and (tree / "icc_gt_distribution.json").is_file():
         icc_gt = tree / "icc_gt_distribution.json"
@@ -300,7 +303,8 @@ def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Pat
                *, vad_backend: str = "onnx", jobs: int | None = None,
                failures: dict[str, str] | None = None, quiet: bool = False,
                official_only: bool = False, exclude_invalid: bool = False,
-               official_revision: str | revisions.Revision | None = None) -> dict:
+               official_revision: str | revisions.Revision | None = None,
+               link_roots: tuple = ()) -> dict:
     """Score a Full-Duplex-Bench v1.0 tree into out/{metrics.json, unified.json, unified-samples.jsonl}.
 
     failures maps "subset/id" to a reason (e.g. "failed:duplex-runner") for samples an
@@ -312,7 +316,7 @@ def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Pat
     """
     out = Path(out)
     metrics, uni, rows = build(Path(tree), icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet,
-                               official_only, exclude_invalid=exclude_invalid,
+                               official_only, exclude_invalid=exclude_invalid, link_roots=link_roots,
                                official_revision=official_revision)
     write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
                out / "unified-samples.jsonl": jsonl(rows)})

@@ -97,6 +97,9 @@ def discover_subsets(tree: Path) -> list[tuple[str, str]]:
     found = []
     for p in tree.iterdir():
         if p.is_dir() and not p.name.startswith(".") and task_of(p.name):
+            problem = name_problem(p.name)
+            if problem:
+                raise InputError(p.name[:80], f"subset folder name {problem}")
             _inside_tree(tree, p, p.name, "subset folder")
             found.append((p.name, task_of(p.name)))
     return sorted(found)
@@ -161,8 +164,12 @@ def manifest_samples(tree: Path) -> dict[str, list[dict]] | None:
 
 def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
                    failures: dict[str, str],
-                   on_invalid: Callable[[Sample, InputError], None] | None = None) -> list[Sample]:
+                   on_invalid: Callable[[Sample, InputError], None] | None = None,
+                   link_roots: tuple = ()) -> list[Sample]:
     """The subset's samples with their ineligibility reasons.
+
+    A sample's file that is a link leading outside the tree (and outside `link_roots`, the
+    pipeline's input stages) is refused: nothing outside what was given is read.
 
     A status file that is not valid JSON raises InputError, or, with on_invalid, is passed
     to it (the sample is then marked invalid by the caller).
@@ -181,6 +188,10 @@ def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
         s = Sample(subset, sid, task, sub / sid)
         if s.dir.exists():
             _inside_tree(tree, s.dir, s.key, "sample folder")
+            if s.dir.is_dir():
+                for f in s.dir.iterdir():
+                    if f.is_symlink() and not any(inside(r, f) for r in (link_roots or (tree,))):
+                        raise InputError(s.key, f"{f.name} is a link leaving the tree")
         if not s.dir.is_dir():
             s.reasons.append("missing:sample folder")
         else:

@@ -87,11 +87,23 @@ def read_json(path: Path) -> Any:
         return json.load(f)
 
 
+def _no_duplicates(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"duplicate key(s) {', '.join(repr(k) for k in dup)}")
+    return dict(pairs)
+
+
 def read_json_object(path: Path, where: str) -> dict:
-    """A JSON object from a file, or a one-line DuplexEvalError naming `where`."""
+    """A JSON object from a file, or a one-line DuplexEvalError naming `where` (unreadable, not
+    JSON, nested too deep, a key given twice, not an object)."""
     from .errors import DuplexEvalError
     try:
-        obj = read_json(path)
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise DuplexEvalError(f"{where}: nested too deeply to be a settings file") from None
     except (OSError, ValueError) as exc:
         raise DuplexEvalError(f"{where}: not readable JSON ({exc})") from None
     if not isinstance(obj, dict):

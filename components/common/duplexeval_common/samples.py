@@ -31,7 +31,7 @@ _TASK_SUFFIXES = (
 # A sample id or subset name is one plain path component: letters, digits, '_', '-', '.',
 # starting with a letter or digit, no '..', at most 128 characters (schemas/*.schema.json use the
 # same pattern). So `<subset>/<id>` can never name a folder outside `samples/`.
-NAME_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+NAME_PATTERN = r"^(?!.*\.\.)(?!.*\n)[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 _NAME = re.compile(NAME_PATTERN)
 
 
@@ -45,7 +45,7 @@ def name_problem(value: object) -> str | None:
         return f"{value!r} contains a path separator"
     if ".." in value:
         return f"{value!r} contains '..'"
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value) or "\n" in value:
         return (f"{value[:80]!r} is not a plain name (letters, digits, '_', '-', '.', starting with a "
                 "letter or digit, at most 128 characters)")
     return None

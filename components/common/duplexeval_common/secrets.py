@@ -30,30 +30,44 @@ _REF = re.compile(r"\$\{(" + SECRET_ENV_PREFIX + r"[0-9]+)\}")
 # `api_key_env` (the *name* of a variable) and `token_count` are not).
 _SECRET_TAIL = re.compile(
     r"(?:^|[_\-.])(?:api[_\-]?key|apikey|access[_\-]?key|secret(?:[_\-]?key)?|client[_\-]?secret|"
-    r"password|passwd|pwd|token|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|bearer|"
-    r"authorization|credentials?|private[_\-]?key|session[_\-]?key|sig|signature)$", re.I)
+    r"password|passwd|passphrase|token|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|bearer|"
+    r"auth|authorization|credentials?|private[_\-]?key|session[_\-]?key|sig|signature)$", re.I)
+# Environment variables named like OPENAI_KEY are keys too, except these (not credentials).
+_NOT_SECRET_ENV = {"DUPLEXEVAL_STAGE_KEY", "PWD", "OLDPWD"}
 # Query parameters that carry credentials in URLs.
 _SECRET_PARAMS = {"key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "auth_token",
                   "password", "pass", "pwd", "secret", "sig", "signature", "x-amz-signature",
                   "x-goog-signature", "client_secret"}
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>]+")
-_KV = re.compile(r"(?P<k>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>\s*[=:]\s*)(?P<v>[^\s,;'\"&]+)")
-_MIN_SECRET_LEN = 6  # shorter environment values are not searched for in text (too many false hits)
+# `name=value` / `name: value` in text: every name followed by a separator (so in
+# `--runner-arg=api_key=X` both `runner-arg` and `api_key` are names); a value runs to the next
+# space, comma, semicolon or ampersand, or is a quoted string.
+_NAME_SEP = re.compile(r"(?P<k>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>\s*[=:]\s*)")
+_VALUE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s,;&]+")
+_SCHEME_TOKEN = re.compile(r"\b(?P<s>Bearer|Basic|Token|Digest)\s+(?P<v>[A-Za-z0-9._~+/=\-]{6,})")
+# Environment values searched for in text: long enough, and credential-like (a digit, or long).
+_MIN_SECRET_LEN = 8
 
 
 def is_secret_name(name: Any) -> bool:
     """Whether a setting or environment variable of this name holds a credential."""
     name = str(name)
-    if name.lower().endswith(("_env", "-env")):
+    if name.lower().endswith(("_env", "-env")) or name in _NOT_SECRET_ENV:
         return False
+    if name.isupper() and name.endswith("_KEY"):
+        return True
     return bool(_SECRET_TAIL.search(name))
+
+
+def _credential_like(value: str) -> bool:
+    return len(value) >= _MIN_SECRET_LEN and (any(c.isdigit() for c in value) or len(value) >= 16)
 
 
 def env_secrets(environ: dict | None = None) -> list[str]:
     """Values of the secret-named environment variables (and DUPLEXEVAL_SECRET_*), longest first."""
     environ = os.environ if environ is None else environ
     vals = {v for k, v in environ.items()
-            if v and len(v) >= _MIN_SECRET_LEN and (k.startswith(SECRET_ENV_PREFIX) or is_secret_name(k))}
+            if v and (k.startswith(SECRET_ENV_PREFIX) or (is_secret_name(k) and _credential_like(v)))}
     return sorted(vals, key=len, reverse=True)
 
 
@@ -68,9 +82,10 @@ def _url_secret_parts(url: str) -> list[str]:
         found.append(parts.password)
     elif parts.username and "@" in parts.netloc:
         found.append(parts.username)  # `https://TOKEN@host`: a bare token as the user name
-    for k, v in parse_qsl(parts.query, keep_blank_values=True):
-        if v and (k.lower() in _SECRET_PARAMS or is_secret_name(k)):
-            found.append(v)
+    for part in (parts.query, parts.fragment):
+        for k, v in parse_qsl(part, keep_blank_values=True):
+            if v and (k.lower() in _SECRET_PARAMS or is_secret_name(k)):
+                found.append(v)
     return found
 
 
@@ -83,13 +98,18 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = REDACTED + "@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(k.lower() in _SECRET_PARAMS or is_secret_name(k) for k, _ in pairs):
-            query = urlencode([(k, REDACTED if (k.lower() in _SECRET_PARAMS or is_secret_name(k)) else v)
-                               for k, v in pairs], safe="<>")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query, fragment = (_redact_params(x) for x in (parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _redact_params(text: str) -> str:
+    if not text or "=" not in text:
+        return text
+    pairs = parse_qsl(text, keep_blank_values=True)
+    if any(k.lower() in _SECRET_PARAMS or is_secret_name(k) for k, _ in pairs):
+        return urlencode([(k, REDACTED if (k.lower() in _SECRET_PARAMS or is_secret_name(k)) else v)
+                          for k, v in pairs], safe="<>")
+    return text
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
@@ -100,8 +120,24 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
         if v in text:
             text = text.replace(v, REDACTED)
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    return _KV.sub(lambda m: m.group(0) if not is_secret_name(m.group("k")) or m.group("v") == REDACTED
-                   else f"{m.group('k')}{m.group('sep')}{REDACTED}", text)
+    text = _SCHEME_TOKEN.sub(lambda m: f"{m.group('s')} {REDACTED}", text)
+    return _redact_assignments(text)
+
+
+def _redact_assignments(text: str) -> str:
+    """`secret_name=value` and `secret_name: "value"` with the value replaced."""
+    out, pos = [], 0
+    for m in _NAME_SEP.finditer(text):
+        if m.start() < pos or not is_secret_name(m.group("k")):
+            continue
+        v = _VALUE.match(text, m.end())
+        if v is None or v.group(0) in (REDACTED, f'"{REDACTED}"', f"'{REDACTED}'"):
+            continue
+        out.append(text[pos:m.end()])
+        out.append(REDACTED)
+        pos = v.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(obj: Any, extra: Iterable[str] = ()) -> Any:
@@ -120,8 +156,10 @@ def redact(obj: Any, extra: Iterable[str] = ()) -> Any:
 def extract(config: Any, start: int = 0) -> tuple[Any, dict[str, str]]:
     """Move every secret out of a config: (config with `${DUPLEXEVAL_SECRET_n}` references, env).
 
-    A secret-named setting's whole value, a URL's credentials and any value of a secret
-    environment variable are moved. `env` maps each new variable to its value; the stage gets
+    A secret-named setting's whole value and a URL's credentials (userinfo, secret query and
+    fragment parameters) are moved; nothing else (an ordinary value that happens to equal a
+    key is a setting, and stays in the key). Settings that differ only in credentials share a
+    stage key: a rotated API key does not change what a stage computes. `env` maps each new variable to its value; the stage gets
     it in its environment, never in a file.
     """
     env: dict[str, str] = {}
@@ -146,9 +184,6 @@ def extract(config: Any, start: int = 0) -> tuple[Any, dict[str, str]]:
             for m in _URL.finditer(obj):
                 for part in _url_secret_parts(m.group(0)):
                     out = out.replace(part, ref(part))
-            for v in env_secrets():
-                if v in out:
-                    out = out.replace(v, ref(v))
             return out
         return obj
 

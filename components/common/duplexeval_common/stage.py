@@ -173,9 +173,10 @@ class Stage:
         samples = (self.select or (lambda i, c: i.samples()))(inputs, config)
         if len(set(samples)) != len(samples):
             raise DuplexEvalError(f"{self.component}: the same sample was selected twice")
+        _check_output_tree(output)
         (output / SAMPLES).mkdir(parents=True, exist_ok=True)
-        _remove_partials(output)
         samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
+        _remove_partials(output, samples)  # only this shard's: a sibling shard may be writing its own
         self._ready = False
         statuses = self._run_samples(samples, inputs, config, output)
         notes: dict = {}
@@ -259,7 +260,7 @@ class Stage:
             "config": redact(config),
             "inputs": [{"path": str(d), "key": k} for d, k in zip(inputs.dirs, inputs.keys())],
             "outputs": outputs,
-            "samples": {k: statuses[k] for k in sorted(statuses)},
+            "samples": {k: redact(statuses[k]) for k in sorted(statuses)},  # reasons may quote a URL
             "shard": list(shard),
             "environment": environment_record(),
             "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3)},
@@ -293,11 +294,35 @@ def _verified(final: Path) -> bool:
         return False
 
 
-def _remove_partials(output: Path) -> None:
-    for p in (output / SAMPLES).glob("*/.*.partial"):
-        _rmtree(p)
+def _check_output_tree(output: Path) -> None:
+    """Refuse an output whose samples/, samples/<subset>/ or sample folders are links: the stage
+    writes and removes only inside its output folder, and never through a link."""
+    samples = output / SAMPLES
+    if samples.is_symlink():
+        raise DuplexEvalError(f"{samples} is a link leaving {output}: refusing to write through it")
+    if not samples.is_dir():
+        return
+    for sub in samples.iterdir():
+        if sub.is_symlink():
+            raise DuplexEvalError(f"{SAMPLES}/{sub.name} of the output is a link leaving {output}: "
+                                  "refusing to write through it")
+        if sub.is_dir():
+            for d in sub.iterdir():
+                if d.is_symlink():
+                    raise DuplexEvalError(f"{SAMPLES}/{sub.name}/{d.name} of the output is a link leaving "
+                                          f"{output}: refusing to write through it")
+
+
+def _remove_partials(output: Path, samples: list[Sample]) -> None:
+    """Leftovers of a killed earlier run of these samples (never another shard's work)."""
+    for s in samples:
+        p = output / SAMPLES / s.subset / f".{s.id}.partial"
+        if p.exists() or p.is_symlink():
+            _rmtree(p)
 
 
 def _rmtree(p: Path) -> None:
-    if p.is_dir():
+    if p.is_symlink():
+        p.unlink()
+    elif p.is_dir():
         shutil.rmtree(p)

@@ -73,10 +73,24 @@ def main(ctx, home):
 @click.option("--official-revision", default=None,
               help="Upstream Full-Duplex-Bench revision the official column follows (default: the "
                    "aggregator's; see docs/metrics.md).")
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+              help="Where stages run: this machine, or Slurm job arrays (docs/scale.md).")
+@click.option("--slurm-shards", "slurm_shards", multiple=True,
+              help="N or STAGE=N: shards per stage under slurm (default 2; the aggregate stage is one job).")
+@click.option("--slurm-partition", "slurm_partition", multiple=True, help="PARTITION or STAGE=PARTITION.")
+@click.option("--slurm-time", "slurm_time", multiple=True,
+              help="TIME or STAGE=TIME: sbatch --time (default: the stage timeout).")
+@click.option("--slurm-gpus-runner", type=int, default=0, show_default=True,
+              help="GPUs per runner shard (sbatch --gres=gpu:N).")
+@click.option("--slurm-sbatch-arg", "slurm_sbatch_args", multiple=True,
+              help="An extra sbatch option, e.g. --slurm-sbatch-arg=--mem=8G, or STAGE=OPTION (repeatable).")
+@click.option("--slurm-retries", type=int, default=2, show_default=True,
+              help="Times a cancelled, preempted or crashed shard is resubmitted.")
 @click.pass_obj
 @one_line_errors
 def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, asr_args,
-             judge_args, stage_timeout, memory_gb, cpus, official_revision):
+             judge_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
+             slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
     """Run the whole pipeline and print the metrics.
 
     Exit code: 0 when every sample is in the metrics, 1 when the run is partial (the missing
@@ -86,7 +100,16 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
     plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
                         _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
                         official_revision=official_revision)
+    if images and runtime != "docker":
+        raise DuplexEvalError("--image applies to the docker runtime: add --runtime docker")
     rt = _runtime(runtime, _parse_pairs(images, "--image"))
+    executor_record = {"name": "local"}
+    if executor == "slurm":
+        from .executor_slurm import SlurmExecutor, settings_from_options
+        settings = settings_from_options(plan, slurm_shards, slurm_partition, slurm_time, slurm_gpus_runner,
+                                         slurm_sbatch_args, slurm_retries)
+        rt = SlurmExecutor(rt, settings)
+        executor_record = settings.record()
     run_id = store.new_run()
     run_dir = store.run_dir(run_id)
     pk_sha, pk_list = provenance.packages()
@@ -97,7 +120,7 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
         "stages": [], "limits": limits.record(), "environment": {**provenance.environment(),
                                                               "duplexeval": __version__},
         "summary": None, "missing": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seconds": 0.0,
+        "seconds": 0.0, "executor": executor_record,
     }
     store.write_run(run_id, redact(record), latest=False)
     cache = user_cache_dir()
@@ -110,16 +133,20 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
         record.update(status="failed", reason=str(exc), seconds=round(time.monotonic() - t0, 2))
         store.write_run(run_id, redact(record))
         raise
+    except KeyboardInterrupt:
+        record.update(status="interrupted", reason="interrupted by the user (the stages it completed "
+                      "stay in the store; `eval` again resumes)", seconds=round(time.monotonic() - t0, 2))
+        store.write_run(run_id, redact(record), latest=False)
+        click.echo("\ninterrupted: the next `duplexeval eval` resumes from the store", err=True)
+        sys.exit(130)
     last = results[-1]
     agg_dir = store.stage_dir(last.key)
     metrics_path = agg_dir / "metrics.json"
     summary = summary_from_metrics(read_json(metrics_path)) if last.name == "aggregate" \
         and last.status != "failed" and metrics_path.is_file() else None
     missing = missing_samples(results)
-    if summary is not None and (agg_dir / "unified.json").is_file():
-        for sub in read_json(agg_dir / "unified.json").get("subsets", {}).values():
-            for bad in sub.get("invalid", []):
-                missing.setdefault(bad["sample_id"], f"aggregate: {bad['reason']} ({bad.get('problem', '')})")
+    if summary is not None:
+        missing.update({k: v for k, v in missing_in_metrics(agg_dir).items() if k not in missing})
     failed = [r for r in results if r.status == "failed"]
     status = "failed" if failed or len(results) < len(plan) else ("partial" if missing else "ok")
     record["environment"]["machine"]["load_average_end"] = provenance.load_average()
@@ -147,8 +174,11 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
 @main.command("runs")
 @click.pass_obj
 def runs_cmd(store: Store):
-    """List the runs."""
+    """List the runs (a run folder whose run.json cannot be read is named, not fatal)."""
     for r in store.list_runs():
+        if "unreadable" in r:
+            click.echo(f"{r['run_id']:28} (unreadable run.json: {r['unreadable']})")
+            continue
         cached = sum(s["cached"] for s in r["stages"])
         click.echo(f"{r['run_id']:28} {r['model']:14} {r['dataset']:10} {r['runtime']:7} {r['status']:8} "
                    f"{r['seconds']:8.1f}s  {cached}/{len(r['stages'])} cached")
@@ -160,7 +190,7 @@ def runs_cmd(store: Store):
 @one_line_errors
 def show_cmd(store: Store, run):
     """Show one run (default: the latest)."""
-    rec = read_json(store.resolve_run(run) / "run.json")
+    rec = store.read_run(run)
     click.echo(f"run {rec['run_id']}: model {rec['model']}, dataset {rec['dataset']}, "
                f"runtime {rec['runtime']}, status {rec['status']}")
     stages = rec.get("stages", [])
@@ -180,6 +210,23 @@ def models_cmd():
         click.echo(f"model   {name:16} {m.summary}")
     for name, (_, _, summary) in sorted(catalog.DATASETS_KNOWN.items()):
         click.echo(f"dataset {name:16} {summary}")
+
+
+MISSING_REASONS = ("missing:", "failed:", "invalid:")
+
+
+def missing_in_metrics(agg_dir: Path) -> dict[str, str]:
+    """Samples the aggregator could not score for want of an input (a missing or invalid file, a
+    failed stage): from unified-samples.jsonl, with their reasons and problems."""
+    from duplexeval_common.jsonio import read_jsonl
+    out: dict[str, str] = {}
+    rows = agg_dir / "unified-samples.jsonl"
+    for row in read_jsonl(rows) if rows.is_file() else []:
+        why = [r for r in row.get("reasons", []) if r.startswith(MISSING_REASONS)]
+        if not row.get("eligible", True) and why:
+            out[row["sample_id"]] = "aggregate: " + ", ".join(why) + (
+                f" ({row['problem']})" if row.get("problem") else "")
+    return out
 
 
 def judge_usage(store: Store, results: list) -> dict | None:

@@ -14,6 +14,7 @@ into a partial result.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ from duplexeval_common.hashing import sha256_tree
 from duplexeval_common.jsonio import atomic_write_json
 from duplexeval_common.progress import log
 from duplexeval_common.secrets import extract, redact, redact_url
-from duplexeval_common.stage import EXIT_CRASH, EXIT_OK, EXIT_SAMPLES_FAILED, EXIT_STOPPED
+from duplexeval_common.stage import (EXIT_CRASH, EXIT_OK, EXIT_SAMPLES_FAILED, EXIT_STOPPED,
+                                     numeric_environment)
 
 from .plan import Source, StageSpec, endpoints
 from .runtime import Call, Limits
@@ -120,7 +122,8 @@ class Engine:
         for p in prepared:
             ins = self._inputs(p.spec, done)
             if ins is not None:
-                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), p.config, ins[0])
+                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), p.config, ins[0],
+                                numeric_environment())
                 rec = self.store.complete(key, ins[2])
                 if rec is not None:
                     done[p.spec.name] = {**rec, "key": key}
@@ -166,7 +169,7 @@ class Engine:
         ins = self._inputs(spec, done)
         assert ins is not None, f"stage {spec.name} runs before its inputs"
         digests, dirs, upstream = ins
-        key = stage_key(spec.component, identity, p.config, digests)
+        key = stage_key(spec.component, identity, p.config, digests, numeric_environment())
         t0 = time.monotonic()
         prov = self.runtime.provenance(spec.component)
 
@@ -180,7 +183,11 @@ class Engine:
         def waiting() -> None:
             log(f"    {spec.name}: another run is computing stage {key[:12]}; waiting for it")
 
-        with self.store.lock(key, waiting):
+        input_keys = sorted({done[i]["key"] for i in spec.inputs if not isinstance(i, Source)})
+        with contextlib.ExitStack() as held:
+            for k in input_keys:  # read-locks: no run repairs an input while this stage reads it
+                held.enter_context(self.store.lock(k, shared=True))
+            held.enter_context(self.store.lock(key, waiting))
             record = self.store.complete(key, upstream)
             if record is not None:
                 log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  cached")

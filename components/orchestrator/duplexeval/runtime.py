@@ -47,9 +47,10 @@ class Limits:
     def make(timeout_s: float | None, memory_gb: float | None, cpus: float | None) -> "Limits":
         d = Limits()
         from duplexeval_common.errors import DuplexEvalError
+        import math
         for name, v in (("--stage-timeout", timeout_s), ("--memory-gb", memory_gb), ("--cpus", cpus)):
-            if v is not None and not v > 0:
-                raise DuplexEvalError(f"{name} must be a positive number, got {v}")
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                raise DuplexEvalError(f"{name} must be a positive finite number, got {v}")
         return Limits(timeout_s if timeout_s else d.timeout_s,
                       int(memory_gb * GiB) if memory_gb else d.memory_bytes,
                       min(float(cpus), float(os.cpu_count() or 1)) if cpus else d.cpus)

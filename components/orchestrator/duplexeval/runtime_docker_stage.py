@@ -44,7 +44,10 @@ class DockerRuntime:
     def provenance(self, component: str) -> dict:
         return {"identity": self.identity(component), "image": self.image(component)}
 
-    def run(self, call: Call, limits: Limits) -> Outcome:
+    def container(self, call: Call) -> tuple[list[str], list[tuple], dict[str, str]]:
+        """(args after the entrypoint, mounts (host, container, read_only), plain env) of one call:
+        the one source of the mounts and settings, for `run` here and for the Slurm executor's
+        `docker run` command line."""
         mounts = [(d, f"/in/{i}", True) for i, d in enumerate(call.inputs)]
         mounts.append((call.config, "/config/stage.json", True))
         mounts += [(p, p, True) for p in call.host_paths]  # at the same path: the setting stays valid
@@ -58,6 +61,10 @@ class DockerRuntime:
         if call.cache is not None:
             mounts.append((call.cache, "/cache", False))
             env["DUPLEXEVAL_CACHE"] = "/cache"
+        return args, mounts, env
+
+    def run(self, call: Call, limits: Limits) -> Outcome:
+        args, mounts, env = self.container(call)
         relay = LogRelay(call.log_file, call.quiet)
         try:
             rc, reason = run_stage_in_container(

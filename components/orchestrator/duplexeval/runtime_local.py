@@ -19,12 +19,21 @@ import time
 from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.hashing import sha256_tree
+from duplexeval_common.hashing import sha256_json, sha256_tree
 
 from .paths import COMPONENTS, REPO
 from .runtime import GiB, Call, Limits, LogRelay, Outcome
 
 _POLL_S = 0.25
+_PACKAGES: list[str] = []
+
+
+def _packages() -> str:
+    """sha256 of this environment's installed distributions and versions (computed once)."""
+    if not _PACKAGES:
+        from duplexeval_common.stage import installed_packages
+        _PACKAGES.append(sha256_json(installed_packages()))
+    return _PACKAGES[0]
 
 
 def _group_rss(pgid: int) -> int:
@@ -68,7 +77,8 @@ class LocalRuntime:
             src = COMPONENTS / component
             if not src.is_dir():
                 raise DuplexEvalError(f"no component {component!r} in {COMPONENTS}")
-            digest = sha256_tree(src, COMPONENTS / "common", REPO / "schemas")
+            # The source, and the installed packages it runs with (a pip upgrade changes results).
+            digest = sha256_json([sha256_tree(src, COMPONENTS / "common", REPO / "schemas"), _packages()])
             self._ids[component] = f"source:sha256:{digest}"
         return self._ids[component]
 

@@ -30,9 +30,11 @@ from duplexeval_common.samples import STAGE_RECORD
 from .paths import runs_dir, store_dir
 
 
-def stage_key(component: str, identity: str, config: dict, input_digests: list[str]) -> str:
+def stage_key(component: str, identity: str, config: dict, input_digests: list[str],
+              numeric: dict | None = None) -> str:
+    """numeric: the numeric environment (OPENBLAS_*, OMP_*, ...), which can change a number."""
     return sha256_json({"component": component, "identity": identity, "config": config,
-                        "inputs": input_digests})
+                        "inputs": input_digests, "numeric": numeric or {}})
 
 
 def content_digest(record: dict) -> str:
@@ -88,11 +90,28 @@ class Store:
         samples = record.get("samples", {})
         if any(s.get("status") == "failed" for s in samples.values()):
             return None
+        if not self._intact(key, record):
+            return None
         if upstream_not_ok is not None:
             skipped = {k for k, s in samples.items() if s.get("status") == "skipped"}
             if not skipped <= upstream_not_ok:
                 return None
         return record
+
+    def _intact(self, key: str, record: dict) -> bool:
+        """Every output stage.json lists still hashes the same, and every sample it calls ok has a
+        seal among them: a stage edited or damaged by hand is run again, never reused."""
+        from duplexeval_common.hashing import sha256_file
+        d = self.stage_dir(key)
+        outputs = record.get("outputs", {})
+        for rel, digest in outputs.items():
+            p = d / rel
+            if not p.is_file() or p.is_symlink() or sha256_file(p) != digest:
+                return False
+        for sample, status in record.get("samples", {}).items():
+            if status.get("status") == "ok" and f"samples/{sample}/_done.json" not in outputs:
+                return False
+        return True
 
     def digest(self, key: str) -> str:
         record = self.record(key)
@@ -101,18 +120,23 @@ class Store:
         return content_digest(record)
 
     @contextlib.contextmanager
-    def lock(self, key: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-        """Hold the lock of one stage key; `waiting()` is called once if another run holds it."""
+    def lock(self, key: str, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[None]:
+        """Hold the lock of one stage key; `waiting()` is called once if another run holds it.
+
+        Exclusive to compute or repair a stage; shared to read a complete stage as an input, so
+        that no run repairs a stage in place while another run's stage reads it. Locks are taken
+        inputs first, then the stage itself, following the plan's order (no cycles)."""
         path = self.root / "locks" / f"{key}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
             except BlockingIOError:
                 if waiting:
                     waiting()
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, mode)
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -153,13 +177,37 @@ class Store:
             raise DuplexEvalError(f"no run {ref!r} in {self.runs} (see `duplexeval runs`)")
         return path.resolve()
 
+    def read_run(self, ref: str) -> dict:
+        """A run's record, or a one-line error naming the file."""
+        path = self.resolve_run(ref) / "run.json"
+        try:
+            rec = read_json(path)
+        except (OSError, ValueError) as exc:
+            raise DuplexEvalError(f"{path}: not readable JSON ({exc})") from None
+        problem = _run_problem(rec)
+        if problem:
+            raise DuplexEvalError(f"{path}: {problem}")
+        return rec
+
     def list_runs(self) -> list[dict]:
+        """Every run's record; one that cannot be read is {"run_id", "unreadable": why}."""
         out = []
         for p in sorted(self.runs.glob("*/run.json")):
             if p.parent.is_symlink():
                 continue
             try:
-                out.append(read_json(p))
-            except ValueError:
-                continue
+                rec = read_json(p)
+                problem = _run_problem(rec)
+            except (OSError, ValueError) as exc:
+                rec, problem = None, f"not JSON ({exc})"
+            out.append(rec if not problem else {"run_id": p.parent.name, "unreadable": problem})
         return out
+
+
+def _run_problem(rec) -> str | None:
+    from duplexeval_common import schemas
+    if not isinstance(rec, dict):
+        return "not a run record (expected a JSON object)"
+    if rec.get("status") == "running":
+        return None if isinstance(rec.get("run_id"), str) else "not a run record"
+    return schemas.problem("run", rec)
