@@ -12,7 +12,7 @@ import pytest
 from ..conftest import command, write_stage
 from . import chat_server
 
-SECRET = "sk-test-secret-value-never-written-7f3a9c"
+SECRET = "test-secret-value-never-written-7f3a9c"
 INTERRUPT = [{"context": "Tell me about the history of the Roman empire.",
               "interrupt": "Actually, can you recommend a good pizza recipe instead?",
               "timestamp": [5.0, 7.0]}]

@@ -207,7 +207,7 @@ def test_check_validates_judge_args_without_network(tmp_path):
 def test_the_key_is_never_written(tmp_path, server):
     """Keys from the environment and from a setting (the orchestrator's secret reference), through
     successes, unparsed replies, failures and a refused key: no file, cache entry or output has them."""
-    in_setting = "sk-second-secret-from-a-setting-4d1e"
+    in_setting = "second-secret-from-a-setting-4d1e"
     srv = server(by_reply({"gibberish": ok("no idea"), "boom": error(500)}))
     inputs = interruption_stage(tmp_path / "in", ["Sure, pizza.", "gibberish", "boom"])
     outs = [run_judge(tmp_path, inputs, "openai", {"base_url": srv.base_url, "max_retries": 1}, out="env"),
