@@ -72,7 +72,7 @@ def test_extract_moves_secrets_out_and_expand_puts_them_back(monkeypatch):
     ('headers={"Authorization": "Bearer SEKRETBBB222"}', "SEKRETBBB222"),
     ("base_url=http://127.0.0.1:1/v1#access_token=FRAGSEKRET7", "FRAGSEKRET7"),
     ('password = "hunter2hunter2"', "hunter2hunter2"),
-    ('OPENAI_API_KEY="sk-abcdefgh123"', "sk-abcdefgh123"),
+    ('MODEL_API_KEY="planted-abcdefgh123"', "planted-abcdefgh123"),
     ("auth=user:pass1234", "user:pass1234"),
 ])
 def test_scrub_catches_credentials_in_awkward_places(text, secret):
