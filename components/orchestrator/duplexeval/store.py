@@ -54,6 +54,7 @@ class Store:
     def __init__(self, root: Path | None = None):
         self.root = store_dir(root)
         self.runs = runs_dir(root)
+        self._verified: dict[str, tuple] = {}  # key -> the file stats verified in this process
 
     # ---- stages ------------------------------------------------------------------------------
 
@@ -104,6 +105,13 @@ class Store:
         from duplexeval_common.hashing import sha256_file
         d = self.stage_dir(key)
         outputs = record.get("outputs", {})
+        try:  # hashed once per run (the plan check, then the run), unless a file changed since
+            stats = tuple((rel, (d / rel).lstat().st_size, (d / rel).lstat().st_mtime_ns)
+                          for rel in [STAGE_RECORD, *sorted(outputs)])
+        except OSError:
+            return False
+        if self._verified.get(key) == stats:
+            return True
         for rel, digest in outputs.items():
             p = d / rel
             if not p.is_file() or p.is_symlink() or sha256_file(p) != digest:
@@ -111,6 +119,7 @@ class Store:
         for sample, status in record.get("samples", {}).items():
             if status.get("status") == "ok" and f"samples/{sample}/_done.json" not in outputs:
                 return False
+        self._verified[key] = stats
         return True
 
     def digest(self, key: str) -> str:
