@@ -13,6 +13,12 @@ PYTEST_ARGS ?=
 STAGE_TIMEOUT ?=
 MEMORY_GB ?=
 CPUS ?=
+# the model's endpoint or weights, read from the environment by the catalog (docs/runners.md):
+#   MODEL_URL (server or API endpoint), MODEL_INSECURE=1 / MODEL_CA=<pem> (TLS of a self-signed server),
+#   MODEL_DIR (local weights, e.g. a kyutai/moshiko-pytorch-bf16 snapshot), REPLAY_TREE (MODEL=replay);
+#   keys (OPENAI_API_KEY, GEMINI_API_KEY) only from the environment. Runner settings: RUNNER_ARGS="k=v k=v"
+#   (e.g. "concurrency=4" for N samples at once against a server).
+RUNNER_ARGS ?=
 # the judge's model and OpenAI-compatible endpoint (key: $$OPENAI_API_KEY in the environment)
 JUDGE_MODEL ?=
 JUDGE_BASE_URL ?=
@@ -31,13 +37,13 @@ SLURM_SBATCH_ARGS ?=
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
 IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--image $(word 2,$(subst =, ,$(p)))=$($(word 1,$(subst =, ,$(p))))))
 
-.PHONY: setup eval test score runs show clean-store
+.PHONY: setup eval eval-images test score runs show clean-store
 setup:
 	@scripts/setup-venv.sh
 
-eval: setup $(if $(filter docker,$(RUNTIME)),images)
+eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
-	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) \
+	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) $(foreach a,$(RUNNER_ARGS),--runner-arg "$(a)") \
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \
@@ -46,6 +52,12 @@ eval: setup $(if $(filter docker,$(RUNTIME)),images)
 	  $(if $(SLURM_PARTITION),--slurm-partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--slurm-time $(SLURM_TIME)) \
 	  $(if $(SLURM_GPUS_RUNNER),--slurm-gpus-runner $(SLURM_GPUS_RUNNER)) \
 	  $(if $(SLURM_RETRIES),--slurm-retries $(SLURM_RETRIES)) $(foreach a,$(SLURM_SBATCH_ARGS),--slurm-sbatch-arg=$(a))
+
+# the images `make eval RUNTIME=docker` needs: the pipeline's components and the runner image of MODEL
+eval-images: setup
+	@runner=$$($(BIN)/python -c 'import sys; from duplexeval import catalog; print(catalog.model(sys.argv[1]).component)' "$(MODEL)") \
+	  && $(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common tts-synth asr-aligner judge aggregator $$runner \
+	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh tts-synth asr-aligner judge aggregator $$runner
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests

@@ -2,13 +2,19 @@
 # Build the duplexeval images offline (docker build --network none, BuildKit).
 #   docker/build-image.sh bases          duplexeval/python-base, common-base, torch-base
 #   docker/build-image.sh NAME [NAME..]  the bases, then duplexeval/NAME:<version> (+ :latest)
-#   docker/build-image.sh --all          every component that has a Dockerfile
-# A component is built in two steps: docker/Dockerfile.component (the install steps every
-# component shares) installs it on duplexeval/torch-base when its requirements need torch, else
-# on duplexeval/common-base, giving the intermediate image duplexeval/NAME-install:<version>;
-# components/NAME/Dockerfile then adds its title label and entrypoint on top (build argument
-# INSTALLED), giving duplexeval/NAME:<version>.
-# Every component image is checked with `docker run --rm --network none IMAGE --help`.
+#   docker/build-image.sh --all          every image: each component that has a Dockerfile, and
+#                                        runner-<x> for each runner package components/runners/<x>
+#                                        that has one (docker/images.py list)
+# An image is built in two steps: the install steps shared by every image of its kind, on
+# duplexeval/torch-base when its requirements need torch, else on duplexeval/common-base, give
+# the intermediate image duplexeval/NAME-install:<version>; the image's own Dockerfile then adds
+# its title label and entrypoint on top (build argument INSTALLED), giving duplexeval/NAME:<version>.
+#   component NAME:   docker/Dockerfile.component, then components/NAME/Dockerfile
+#   runner-<x>:       docker/Dockerfile.runner (common, the runner core components/duplex-runner,
+#                     runners/<x> and the duplexeval runner packages it depends on), then
+#                     components/runners/<x>/Dockerfile; the version is runners/<x>'s
+# Every image is checked with `docker run --rm --network none IMAGE --help`; a runner image also
+# with `IMAGE list`, where each runner must be listed with no missing module.
 # Env: BASE_IMAGE (default duplexeval/base:bookworm-py311; python:3.11-slim-bookworm where a
 # registry is reachable), NO_CACHE=1 (rebuild every layer), PYTHON (for the staging's pip).
 set -euo pipefail
@@ -18,19 +24,22 @@ require_engine
 [ $# -gt 0 ] || die "usage: $0 bases | NAME... | --all"
 if [ "$1" = "--all" ]; then
   mapfile -t names < <(image_components)
+  [ ${#names[@]} -gt 0 ] || die "no image has a Dockerfile"
 elif [ "$1" = "bases" ]; then
   names=()
 else
   names=("$@")
 fi
-declare -A parent  # the base each component is installed on: torch-base exactly when it needs torch
+declare -A parent  # the base each image is installed on: torch-base exactly when it needs torch
 for n in "${names[@]}"; do
-  [ -f "$REPO_ROOT/components/$n/Dockerfile" ] || die "no components/$n/Dockerfile"
-  if python3 "$DOCKER_SCRIPTS_DIR/reqs.py" has "$REPO_ROOT/components/$n/requirements.txt" torch; then
-    parent[$n]=torch-base
-  else
-    parent[$n]=common-base
-  fi
+  [ "$n" = duplex-runner ] && die "duplex-runner (the runner core) has no image of its own: build runner-<name> (one per runner package: $(image_components | grep "^$RUNNER_PREFIX" | paste -sd ' '))"
+  [ -f "$(component_dir "$n")/Dockerfile" ] || die "no $(component_dir "$n" | sed "s#^$REPO_ROOT/##")/Dockerfile"
+  rc=0; python3 "$DOCKER_SCRIPTS_DIR/images.py" needs-torch "$n" || rc=$?
+  case $rc in
+    0) parent[$n]=torch-base ;;
+    1) parent[$n]=common-base ;;
+    *) die "$n: cannot tell its requirements (docker/images.py)" ;;
+  esac
 done
 
 PYTHON="${PYTHON:-}"
@@ -88,14 +97,27 @@ done
 for n in "${names[@]}"; do
   v="$(component_version "$n")"
   installed="$IMAGE_PREFIX/$n-install:$v" tag="$IMAGE_PREFIX/$n:$v"
-  build "$installed" "$n-install" "$CONTEXT_DIR/$n" -f "$DOCKER_SCRIPTS_DIR/Dockerfile.component" \
-    --build-arg PARENT="$IMAGE_PREFIX/${parent[$n]}:$common_version" --build-arg COMPONENT="$n" \
-    --build-arg VERSION="$v"
+  case "$n" in
+    "$RUNNER_PREFIX"*) install_args=(-f "$DOCKER_SCRIPTS_DIR/Dockerfile.runner") ;;
+    *) install_args=(-f "$DOCKER_SCRIPTS_DIR/Dockerfile.component" --build-arg COMPONENT="$n") ;;
+  esac
+  build "$installed" "$n-install" "$CONTEXT_DIR/$n" "${install_args[@]}" \
+    --build-arg PARENT="$IMAGE_PREFIX/${parent[$n]}:$common_version" --build-arg VERSION="$v"
   docker tag "$installed" "$IMAGE_PREFIX/$n-install:latest"
-  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$REPO_ROOT/components/$n/Dockerfile" --build-arg INSTALLED="$installed"
+  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$(component_dir "$n")/Dockerfile" --build-arg INSTALLED="$installed"
   docker tag "$tag" "$IMAGE_PREFIX/$n:latest"
   if ! out="$(docker run --rm --network none "$tag" --help 2>&1)"; then
     printf '%s\n' "$out" | tail -n 20 >&2; die "$tag: \`--help\` failed"
   fi
   log "checked: docker run --rm --network none $tag --help"
+  case "$n" in "$RUNNER_PREFIX"*)
+    # `list`: a runner's line, then an indented note line only when a module it needs is missing
+    if ! out="$(docker run --rm --network none "$tag" list 2>"$logdir/list-$n.err")"; then
+      tail -n 20 "$logdir/list-$n.err" >&2; die "$tag: \`list\` failed"
+    fi
+    if [ -z "$(printf '%s\n' "$out" | grep -v '^ ')" ] || [[ "$out" == " "* || "$out" == *$'\n '* ]]; then
+      printf '%s\n' "$out" >&2; die "$tag: \`list\` shows no runner, or one that is not available"
+    fi
+    log "checked: docker run --rm --network none $tag list: $(printf '%s\n' "$out" | cut -d' ' -f1 | paste -sd ' ')"
+  esac
 done

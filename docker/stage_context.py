@@ -3,20 +3,26 @@
     python3 docker/stage_context.py --wheelhouse DIR --context ROOT [--python PY] NAME...
 
 ROOT/_<target> (python-base, common-base, torch-base of docker/Dockerfile.base) and ROOT/<name>
-(docker/Dockerfile.component with COMPONENT=<name>, then components/<name>/Dockerfile) each hold
-just what that build needs (hard links), changing only what differs (so BuildKit's context
-transfer and layer cache stay warm):
+(the install steps, then the image's own Dockerfile) each hold just what that build needs
+(hard links), changing only what differs (so BuildKit's context transfer and layer cache stay
+warm):
   constraints.txt            the repo's constraints (torch pin)
-  reqs/<req>/{deps,nodeps}.txt    reqs/common for the base targets, reqs/component for a component
+  reqs/<set>/{deps,nodeps}.txt    reqs/common for the base targets; reqs/component for a
+                             component; reqs/core and reqs/runner for a runner image
   wheels/<set>/              hard links to just the wheels one install step needs, so that a
-                             new wheel for one component does not invalidate another's layers:
+                             new wheel for one image does not invalidate another's layers:
                              pip, torch, common for the base targets; build (setuptools, wheel)
-                             and component for a component
-  src/common/, src/component/   sources without build leftovers (components only)
-  schemas/                   the JSON Schemas (components only)
-A component's folders are named `component`, not <name>: docker/Dockerfile.component is one file
-for every component, and the engine's built-in Dockerfile frontend expands no variables in
-RUN --mount options.
+                             and component, or core and runner, for an image
+  src/common/, src/component/   sources without build leftovers (a component: docker/Dockerfile.component)
+  src/common/, src/core/, src/runners/<package>/   (a runner image runner-<x>: docker/Dockerfile.runner;
+                             the core is components/duplex-runner, the packages are runners/<x> and
+                             the duplexeval runner packages it depends on, docker/images.py)
+  schemas/                   the JSON Schemas (images only)
+The folders are named by their role (`component`, `core`, ...), not by the image: one
+Dockerfile.component serves every component and one Dockerfile.runner every runner image, and
+the engine's built-in Dockerfile frontend expands no variables in RUN --mount options. The same
+role with the same content gives the same cache key in every image (reqs/core and wheels/core:
+one shared layer under every runner image on the same base).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 sys.path.insert(0, str(Path(__file__).parent))
+import images  # noqa: E402
 import reqs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,10 +139,13 @@ def resolve(py: str, wheelhouse: Path, args: list[str]) -> set[str]:
     return names
 
 
-def stage_reqs(wh: Path, py: str, name: str, rdir: Path) -> set[str]:
-    """rdir/{deps,nodeps}.txt from components/<name>; returns the wheel files they need."""
-    comp = REPO / "components" / name
-    reqs.main(["split", str(comp / "requirements.txt"), str(rdir)])
+def stage_reqs(wh: Path, py: str, req: Path | str, rdir: Path) -> set[str]:
+    """rdir/{deps,nodeps}.txt from a requirements file (or its text); returns the wheel files they need."""
+    rdir.mkdir(parents=True, exist_ok=True)
+    if isinstance(req, str):
+        write_if_changed(rdir / "requirements.txt", req)
+        req = rdir / "requirements.txt"
+    reqs.main(["split", str(req), str(rdir)])
     deps, nodeps = rdir / "deps.txt", rdir / "nodeps.txt"
     constraints = REPO / "constraints.txt"
     files = resolve(py, wh, ["-c", str(constraints), "-r", str(deps)]) if deps.read_text().strip() else set()
@@ -144,32 +154,48 @@ def stage_reqs(wh: Path, py: str, name: str, rdir: Path) -> set[str]:
     return files
 
 
-def stage(wh: Path, py: str, ctx: Path, component: str | None) -> None:
-    """One context folder: a base target's (component None) or one component's."""
+def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
+    """One context folder: a base target's (name None), one component's or one runner image's."""
     constraints = REPO / "constraints.txt"
+    comps = REPO / "components"
     ctx.mkdir(parents=True, exist_ok=True)
     write_if_changed(ctx / "constraints.txt", constraints.read_text())
-    if component is None:  # base: pip, torch and the common library's dependencies
+    nested: dict[str, dict[str, Path]] = {}  # src/<top>/<sub> from a folder
+    if name is None:  # base: pip, torch and the common library's dependencies
         torch_pin = [l.strip() for l in constraints.read_text().splitlines() if l.strip().startswith("torch==")]
         sets = {"pip": resolve(py, wh, ["pip"]),
                 "torch": resolve(py, wh, ["-c", str(constraints), *torch_pin]),
-                "common": stage_reqs(wh, py, "common", ctx / "reqs" / "common")}
+                "common": stage_reqs(wh, py, comps / "common" / "requirements.txt", ctx / "reqs" / "common")}
         srcs, req_names = {}, ["common"]
+    elif images.is_runner(name):  # runner image: the core's deps, the runner's, then the sources
+        sync_tree(REPO / "schemas", ctx / "schemas")
+        pkgs = images.packages(name)
+        sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
+                "core": stage_reqs(wh, py, comps / images.CORE / "requirements.txt", ctx / "reqs" / "core"),
+                "runner": stage_reqs(wh, py, images.runner_requirements(name), ctx / "reqs" / "runner")}
+        srcs, req_names = {"common": comps / "common", "core": comps / images.CORE}, ["core", "runner"]
+        nested["runners"] = {d.name: d for d in pkgs}
     else:  # component: its dependencies, then the common library, schemas and its source
         sync_tree(REPO / "schemas", ctx / "schemas")
         sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
-                "component": stage_reqs(wh, py, component, ctx / "reqs" / "component")}
-        srcs, req_names = {"common": "common", "component": component}, ["component"]
-    for dest, name in srcs.items():  # src/<dest> from components/<name>
-        sync_tree(REPO / "components" / name, ctx / "src" / dest)
+                "component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
+        srcs, req_names = {"common": comps / "common", "component": comps / name}, ["component"]
+    for dest, src in srcs.items():  # src/<dest>
+        sync_tree(src, ctx / "src" / dest)
+    for top, subs in nested.items():  # src/<top>/<sub>, nothing else in src/<top>
+        for sub, src in subs.items():
+            sync_tree(src, ctx / "src" / top / sub)
+        for extra in (ctx / "src" / top).iterdir():
+            if extra.name not in subs:
+                shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
     for s, files in sets.items():
         link_set(wh, ctx / "wheels" / s, files)
-    for top, keep in (("wheels", set(sets)), ("src", set(srcs)), ("reqs", set(req_names))):
+    for top, keep in (("wheels", set(sets)), ("src", set(srcs) | set(nested)), ("reqs", set(req_names))):
         if (ctx / top).is_dir():
             for extra in (ctx / top).iterdir():
                 if extra.name not in keep:
                     shutil.rmtree(extra)
-    if component is None and (ctx / "schemas").is_dir():
+    if name is None and (ctx / "schemas").is_dir():
         shutil.rmtree(ctx / "schemas")
 
 
@@ -190,7 +216,10 @@ def main() -> None:
     for target in BASE_TARGETS:
         stage(wh, a.python, root / f"_{target}", None)
     for name in a.names:
-        stage(wh, a.python, root / name, name)
+        try:
+            stage(wh, a.python, root / name, name)
+        except images.ImageError as exc:
+            sys.exit(f"error: {exc}")
     cache_file.write_text(json.dumps(_CACHE, indent=0, sort_keys=True))
 
 

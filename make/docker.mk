@@ -6,9 +6,10 @@
 #   make docker-down           stop it
 #   make docker-status         is it running (pid, DOCKER_HOST)
 #   make base-image            duplexeval/base:bookworm-py311 from Debian packages (debootstrap)
-#   make wheelhouse            .build/wheelhouse from every component's pinned requirements
-#   make images                every component image duplexeval/<name>:<version>
-#   make image NAME=<name>     one component image
+#   make wheelhouse            .build/wheelhouse from the pinned requirements of every image's packages
+#   make images                every image: each component's duplexeval/<name>:<version> and each
+#                              runner package's duplexeval/runner-<name>:<version>
+#   make image NAME=<name>     one image: a component (judge, ...) or runner-<name> (runner-moshi, ...)
 #   make docker-prune          drop dangling images and build cache beyond DOCKER_CACHE_KEEP
 #
 # BASE_IMAGE: the image everything is built FROM. The Dockerfiles default to
@@ -50,6 +51,6 @@ images: wheelhouse
 	@$(DOCKER_SCRIPTS_DIR)/build-image.sh --all
 
 image:
-	@test -n "$(NAME)" || { echo "usage: make image NAME=<component>" >&2; exit 2; }
+	@test -n "$(NAME)" || { echo "usage: make image NAME=<component> | NAME=runner-<runner package>" >&2; exit 2; }
 	@$(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common $(NAME)
 	@$(DOCKER_SCRIPTS_DIR)/build-image.sh $(NAME)

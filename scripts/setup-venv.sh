@@ -7,9 +7,26 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.duplexeval-setup-$(cat constraints.txt components/*/requirements.txt components/*/pyproject.toml \
-  docker/reqs.py | sha256sum | cut -c1-16)"
+  components/runners/*/requirements.txt components/runners/*/pyproject.toml docker/reqs.py | sha256sum | cut -c1-16)"
+# Runner packages (components/runners/<name>) share this environment unless their pyproject.toml
+# says `[tool.duplexeval] environment = "own"` (their pins conflict with the others'): those get
+# their own, made by scripts/setup-runner-venv.sh, and the local runtime runs them from it.
+shared_runners=()
+for d in components/runners/*/; do
+  grep -q '^environment = "own"' "$d/pyproject.toml" 2>/dev/null || shared_runners+=("${d%/}")
+done
+# Each own-environment runner package: .venvs/runner-<name> (idempotent, its own stamp); also when
+# .venv itself is up to date.
+own_runner_venvs() {
+  for d in components/runners/*/; do
+    if grep -q '^environment = "own"' "$d/pyproject.toml" 2>/dev/null; then
+      PYTHON="$PY" scripts/setup-runner-venv.sh "$(basename "$d")"
+    fi
+  done
+}
 if [ -f "$stamp" ]; then
   echo "setup: $VENV is up to date"
+  own_runner_venvs
   exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
@@ -21,7 +38,7 @@ echo "setup: installing torch==2.13.0 (CPU) and the components' pinned requireme
 split=$(mktemp -d)
 trap 'rm -rf "$split"' EXIT
 deps=() nodeps=()
-for r in components/*/requirements.txt; do
+for r in components/*/requirements.txt "${shared_runners[@]/%//requirements.txt}"; do
   n=$(basename "$(dirname "$r")")
   "$VENV/bin/python" docker/reqs.py split "$r" "$split/$n"
   deps+=(-r "$split/$n/deps.txt")
@@ -46,6 +63,11 @@ for c in components/*/; do
   [ "$c" = components/common/ ] && continue
   [ -f "$c/pyproject.toml" ] && "${pip[@]}" --no-deps -e "$c"
 done
+# the runner core first (the runner packages' entry points need it), then the shared runners
+for c in "${shared_runners[@]}"; do
+  "${pip[@]}" --no-deps -e "$c"
+done
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"
 echo "setup: done"
+own_runner_venvs

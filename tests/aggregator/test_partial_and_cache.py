@@ -269,3 +269,28 @@ def test_report_puts_official_and_unified_with_intervals_side_by_side(tmp_path):
     rows = console_rows(json.loads(json.dumps(metrics)))
     assert rows and all(x in lines for x in rows)
     assert [x for x in rows if x.startswith("== ")] == [x for x in lines if x.startswith("== ")]
+
+
+def test_a_sample_its_runner_marked_ineligible_is_left_out_of_both_columns(tmp_path):
+    """runner.json "status": "ineligible" (a realtime session whose pacing drifted): the output
+    exists, but the sample counts in coverage as ineligible:drift and no column scores it."""
+    t = tmp_path / "t"
+    # sample 0 would give the official TOR 1 (speaks during the pause), sample 1 TOR 0
+    sample_dir(t, "candor_pause_handling", "0", words=[(1.0, 1.4), (3.0, 3.5)], annotation=pause_ann((3, 4)))
+    sample_dir(t, "candor_pause_handling", "1", words=[(1.0, 1.4)], annotation=pause_ann((3, 4)))
+    metrics, _, _ = build(t)
+    assert metrics["subsets"]["candor_pause_handling"]["official"]["tor"] == 0.5
+    d0 = t / "candor_pause_handling" / "0"
+    (d0 / "runner.json").write_text(json.dumps({
+        "runner": "freeze-omni", "status": "ineligible",
+        "ineligible": {"code": "drift", "reason": "send drift 31.0 ms > 20 ms at frame 12"}}))
+    metrics, uni, rows = build(t)
+    by_id = {r["sample_id"]: r for r in rows}
+    assert not by_id["candor_pause_handling/0"]["eligible"]
+    assert by_id["candor_pause_handling/0"]["reasons"] == ["ineligible:drift"]
+    assert by_id["candor_pause_handling/1"]["eligible"]
+    assert metrics["subsets"]["candor_pause_handling"]["official"]["tor"] == 0.0
+    sub = uni["subsets"]["candor_pause_handling"]
+    assert sub["coverage"] == 0.5
+    assert sub["counts"]["ineligible_reasons"] == {"ineligible:drift": 1}
+    assert sub["metrics"]["pause_intrusion_rate"]["value"] == 0.0

@@ -7,6 +7,8 @@ images`); .ci/run provides both and sets DUPLEXEVAL_DOCKER_TESTS=1.
 import io
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +20,9 @@ pytestmark = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1"
                                 reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
 
 ARGS = ["--model", "fixed-latency", "--judge", "none"]  # the full default dataset (fdb-mini)
-COMPONENTS = ["tts-synth", "duplex-runner", "asr-aligner", "judge", "aggregator"]
+# every image: the components, and runner-<name> for each runner package (docker/images.py)
+COMPONENTS = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "docker" / "images.py"), "list"],
+                            capture_output=True, text=True, check=True).stdout.split()
 
 
 def evaluate(home, *extra):
@@ -128,3 +132,13 @@ def test_other_asr_backends_run_in_docker_and_equal_local(tmp_path, asr):
         run = read_json(tmp_path / runtime / "runs" / "latest" / "run.json")
         out[runtime] = (tmp_path / runtime / "store" / run["stages"][-1]["key"] / "metrics.json").read_bytes()
     assert out["docker"] == out["local"]
+
+
+def test_freeze_omni_in_its_runner_image_latency_barge_in_and_repair(tmp_path, server, cert):  # noqa: F811
+    """The freeze-omni pipeline check (tests/e2e/test_runner_freeze_omni.py) with RUNTIME=docker:
+    the runner stage runs in duplexeval/runner-freeze-omni, a client-only image."""
+    from ..e2e.test_runner_freeze_omni import latency_barge_in_and_repair
+    latency_barge_in_and_repair(tmp_path, server, cert, "docker")
+    run = read_json(tmp_path / "runs" / "latest" / "run.json")
+    (runner,) = [s for s in run["stages"] if s["name"] == "runner"]
+    assert runner["component"] == "runner-freeze-omni", runner

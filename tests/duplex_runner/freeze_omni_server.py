@@ -18,9 +18,19 @@ it. User speech starting while a reply is due or still playing (by stream time) 
 and cancels the rest of the reply. Options: `too_many_users` (emitted on connect, after which
 the session is refused, as the real server does at `--max_users`), `die_after` N audio frames
 (`die_how` "exit": the process dies; "disconnect": a socket.io disconnect; `die_in_session` k:
-only in the k-th session), `basic_auth`
-"user:password" (HTTP 401 without it, as a reverse proxy in front of the server would answer),
-`mute_prompt` (no `prompt_success`: a stuck server).
+only in the k-th session; `die_times` n: only the first n sessions that reach `die_after` frames
+die), `basic_auth` "user:password" (HTTP 401 without it, as a reverse proxy in front of the server
+would answer), `mute_prompt` (no `prompt_success`: a stuck server), `mute` (answers nothing: no
+`prompt_success`, no `stop_tts`, no audio), `stall` (accepts the TLS connection, then never answers
+the HTTP request), `reply_wav` (the reply is this WAV file, int16 mono 24 kHz, instead of the tone),
+`burst_at` k (on the k-th audio frame: `burst` reply chunks and a `stop_tts` right after them, in
+one go, to check that a client handles them in order), `acks` (how many `stop_tts` answer
+`recording-started`: 2 as Freeze-Omni, 1 as VITA-1.5's web_demo/server.py), `reply_text` (a
+`response_text` event `{"text": ...}` with each reply's first chunk, as VITA-1.5 sends).
+
+Each `session` record carries `started_at` (time.monotonic() when the second `stop_tts` answering
+`recording-started` went out: the client's clock can only start after it) and `arrivals` (the
+time.monotonic() each `audio` frame was handled), so a test can check the client's pacing.
 
 The HTTP server is a small threaded HTTPS WSGI server from the standard library that hands the
 TLS socket to python-engineio's threading mode (simple-websocket, as gunicorn does), so the test
@@ -39,6 +49,8 @@ import socket
 import ssl
 import sys
 import threading
+import time
+import wave
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -63,8 +75,16 @@ class Script:
     die_after: int | None = None
     die_how: str = "exit"
     die_in_session: int | None = None  # only the n-th session (1-based) dies; None: every one
+    die_times: int | None = None        # only the first n sessions reaching die_after die
     basic_auth: str | None = None
     mute_prompt: bool = False   # never answer prompt_text (a stuck server)
+    mute: bool = False          # never answer anything (a silent server)
+    stall: bool = False         # never answer the HTTP request at all
+    reply_wav: str | None = None  # the reply (int16 mono 24 kHz WAV) instead of the tone
+    burst_at: int | None = None   # on this audio frame: `burst` chunks then stop_tts, back to back
+    burst: int = 3
+    acks: int = 2                 # stop_tts answering recording-started (VITA-1.5's server sends one)
+    reply_text: str | None = None  # sent as response_text {"text": ...} with a reply's first chunk (VITA-1.5)
 
 
 @dataclass
@@ -88,15 +108,25 @@ class Session:
     interrupts: list = field(default_factory=list)   # stream samples where stop_tts was sent
     chunks_sent: int = 0
     stopped: bool = False
+    started_at: float | None = None
+    arrivals: list = field(default_factory=list)
     errors: list = field(default_factory=list)
 
 
-def tone_chunks(s: Script) -> list[bytes]:
+def reply_pcm(s: Script) -> np.ndarray:
+    if s.reply_wav:
+        with wave.open(s.reply_wav, "rb") as w:
+            assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, OUT_SR), s.reply_wav
+            return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
     n = int(round(s.tone_s * OUT_SR))
     x = s.tone_level * np.cos(2 * np.pi * s.tone_hz * np.arange(n) / OUT_SR)
-    pcm = np.clip(np.round(x * 32767), -32768, 32767).astype("<i2")
+    return np.clip(np.round(x * 32767), -32768, 32767).astype("<i2")
+
+
+def tone_chunks(s: Script) -> list[bytes]:
+    pcm = reply_pcm(s)
     step = OUT_SR * s.chunk_ms // 1000
-    return [pcm[i:i + step].tobytes() for i in range(0, n, step)]
+    return [pcm[i:i + step].tobytes() for i in range(0, len(pcm), step)]
 
 
 class FreezeOmniDouble:
@@ -108,6 +138,8 @@ class FreezeOmniDouble:
         self.lock = threading.Lock()
         self.sessions: dict[str, Session] = {}
         self.connects = 0
+        self.deaths = 0
+        self.reply_s = len(reply_pcm(script)) / OUT_SR
         self.sockets: dict[str, socket.socket] = {}
         # async_handlers=False: one session's events are handled in order (the real server's
         # Flask-SocketIO default runs each in its own thread).
@@ -136,7 +168,8 @@ class FreezeOmniDouble:
                 "order": ses.order, "frames": ses.frames, "samples": ses.samples,
                 "frame_bytes": sorted(ses.frame_bytes), "speech_starts": ses.speech_starts,
                 "speech_ends": ses.speech_ends, "replies": ses.replies, "interrupts": ses.interrupts,
-                "chunks_sent": ses.chunks_sent, "errors": ses.errors}
+                "chunks_sent": ses.chunks_sent, "started_at": ses.started_at, "arrivals": ses.arrivals,
+                "errors": ses.errors}
 
     # -- events --
     def on_connect(self, sid, environ, auth=None):
@@ -171,7 +204,7 @@ class FreezeOmniDouble:
         if "recording-started" in ses.order:
             self.error(ses, "prompt_text after recording-started")
         ses.prompt = text
-        if not self.s.mute_prompt:
+        if not (self.s.mute_prompt or self.s.mute):
             self.sio.emit("prompt_success", to=sid)
 
     def on_started(self, sid, *args):
@@ -180,15 +213,19 @@ class FreezeOmniDouble:
             return
         if ses.frames:
             self.error(ses, "recording-started after audio")
-        self.sio.emit("stop_tts", to=sid)
-        self.sio.emit("stop_tts", to=sid)
+        if self.s.mute:
+            return
+        for _ in range(self.s.acks):
+            self.sio.emit("stop_tts", to=sid)
+        ses.started_at = time.monotonic()
 
     def on_stopped(self, sid, *args):
         ses = self._session(sid, "recording-stopped")
         if ses is None:
             return
         ses.stopped = True
-        self.sio.emit("stop_tts", to=sid)
+        if not self.s.mute:
+            self.sio.emit("stop_tts", to=sid)
 
     def on_other(self, event, sid, *args):
         ses = self.sessions.get(sid)
@@ -196,9 +233,11 @@ class FreezeOmniDouble:
             self.error(ses, f"unknown event {event!r}")
 
     def on_audio(self, sid, data):
+        now = time.monotonic()
         ses = self._session(sid, "audio")
         if ses is None:
             return
+        ses.arrivals.append(now)
         x = self._parse(ses, data)
         if x is None:
             return
@@ -207,13 +246,27 @@ class FreezeOmniDouble:
         if ses.stopped:
             self.error(ses, "audio after recording-stopped")
         ses.frames += 1
+        if self.s.mute:
+            return
         self._script(ses, x)
-        if self.s.die_after is not None and ses.frames >= self.s.die_after \
-                and self.s.die_in_session in (None, ses.index):
+        if self.s.burst_at is not None and ses.frames == self.s.burst_at:
+            for chunk in tone_chunks(self.s)[:self.s.burst]:
+                self.sio.emit("audio", chunk, to=sid)
+            self.sio.emit("stop_tts", to=sid)
+            ses.interrupts.append(ses.samples)
+        if self.s.die_after is not None and ses.frames == self.s.die_after \
+                and self.s.die_in_session in (None, ses.index) and self._may_die():
             self.note({**self.summary(ses), "died": self.s.die_how})
             if self.s.die_how == "exit":
                 os._exit(3)
             self.sio.disconnect(sid)
+
+    def _may_die(self) -> bool:
+        with self.lock:
+            if self.s.die_times is not None and self.deaths >= self.s.die_times:
+                return False
+            self.deaths += 1
+            return True
 
     def _parse(self, ses: Session, data) -> np.ndarray | None:
         if not isinstance(data, str):
@@ -258,12 +311,14 @@ class FreezeOmniDouble:
             ses.speaking = False
             ses.speech_ends.append(ses.last_loud)
             ses.reply_due = ses.last_loud + int(round(s.reply_delay_s * IN_SR))
-            ses.reply_end = ses.reply_due + int(round(s.tone_s * IN_SR))
+            ses.reply_end = ses.reply_due + int(round(self.reply_s * IN_SR))
             ses.chunks = tone_chunks(s)
             ses.replies.append([ses.reply_due, None])
         if ses.reply_due is not None and ses.samples >= ses.reply_due and ses.chunks:
             if ses.replies[-1][1] is None:
                 ses.replies[-1][1] = ses.frames - 1
+                if self.s.reply_text is not None:
+                    self.sio.emit("response_text", {"text": self.s.reply_text}, to=ses.sid)
             self.sio.emit("audio", ses.chunks.pop(0), to=ses.sid)
             ses.chunks_sent += 1
 
@@ -285,6 +340,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         srv = self.server
+        if srv.double.s.stall:   # a stuck server: the connection stays open, nothing answers
+            srv.double.note({"event": "stalled"})
+            time.sleep(3600)
+            return
         if srv.expected_auth and self.headers.get("Authorization") != srv.expected_auth:
             srv.double.note({"event": "auth_rejected", "had_header": "Authorization" in self.headers})
             self._respond("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="freeze-omni"')],

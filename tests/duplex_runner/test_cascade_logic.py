@@ -1,13 +1,14 @@
-"""The cascade's turn logic with stand-in models (fast): placement, queueing, barge-in."""
+"""The cascade's turn logic with stand-in models (fast): placement, queueing, barge-in, and that it
+hears the input frame by frame (never ahead of the clock)."""
 
 import numpy as np
 import pytest
 
 from duplexeval_common import schemas
-from duplexeval_runner import vad
 from duplexeval_runner.events import EventLog
 from duplexeval_runner.harness import render
-from duplexeval_runner.runners.cascade import CascadeRunner
+from duplexeval_runner_cascade.cascade import CascadeRunner
+from duplexeval_runner_controls import vad
 
 from .conftest import zeros
 
@@ -19,7 +20,7 @@ class FakeASR:
         self.calls = []
 
     def transcribe(self, audio):
-        self.calls.append(len(audio))
+        self.calls.append(audio.copy())
         return "hello"
 
     def settings(self):
@@ -72,7 +73,7 @@ def test_reply_is_placed_fixed_compute_after_the_endpoint_and_cut_by_barge_in(sp
     gap = 2.0                                  # reply starts ~1.3 s after E, then the user talks over it
     user = np.concatenate([zeros(0.3, sr), u, zeros(gap, sr), u, zeros(4.0, sr)])
     log = EventLog()
-    out = render(r, user, sr, log)
+    out, session = render(r, user, sr, log)
     assert len(out) == len(user)
     assert all(schemas.problem("runner-event", e) is None for e in log.rows)
     ends = log.of_type("vad_end")
@@ -91,14 +92,48 @@ def test_reply_is_placed_fixed_compute_after_the_endpoint_and_cut_by_barge_in(sp
     assert np.abs(out[b + 20:int(speaks[1]["t"] * sr) - 20]).max() < 1e-3
     # The conversation is kept within the sample: the second prompt sees the first exchange.
     assert r.llm.histories == [["hello"], ["hello", "reply 1.", "hello"]]
-    assert log.stats == {"turns": 2, "replies": 2, "interrupts": 1}
+    assert {k: log.stats[k] for k in ("turns", "replies", "interrupts")} == {"turns": 2, "replies": 2,
+                                                                            "interrupts": 1}
+    assert "compute_s" not in log.stats                 # the fixed clock: no wall time in the record
+    assert cut["unheard"] is False and cut["speech_t"] == starts[1]["t"]
+    # What the ASR got is the turn as heard, padded by asr_pad_ms on each side.
+    e1 = ends[0]
+    turn = r.asr.calls[0]
+    lo, hi = int(round((starts[0]["t"] - 0.2) * sr)), int(round((e1["t"] + 0.2) * sr))
+    assert np.array_equal(turn, user[max(lo, 0):hi])
+
+
+def test_the_cascade_hears_each_frame_once_and_never_ahead(speech):
+    """One 32 ms VAD chunk per step, at the clock's time; a turn's audio never reaches past now."""
+    sr = 16000
+    r = cascade(clock="fixed", fixed_compute_s=0.1, asr_pad_ms=800, min_silence_ms=300)
+    pushed = []
+    real_push = r._vad.push
+
+    def push(chunk):
+        pushed.append(chunk.copy())
+        return real_push(chunk)
+    r._vad.push = push
+    u = speech("Hello there.", sr)
+    user = np.concatenate([zeros(0.2, sr), u, zeros(1.0, sr)])
+    user = np.concatenate([user, np.full(100, 0.01, np.float32)])     # a partial last chunk
+    log = EventLog()
+    render(r, user, sr, log)
+    assert len(pushed) == len(user) // vad.CHUNK                       # the padded tail is not pushed
+    assert np.array_equal(np.concatenate(pushed), user[:len(pushed) * vad.CHUNK])
+    (end,) = log.of_type("vad_end")
+    (turn,) = r.asr.calls
+    # asr_pad_ms 800 > min_silence_ms 300: the pad is cut at what had been heard at detection.
+    heard = int(round(end["detected_t"] * sr))
+    assert len(turn) == heard - max(int(round((log.of_type("vad_start")[0]["t"] - 0.8) * sr)), 0)
+    assert np.array_equal(turn, user[heard - len(turn):heard])
 
 
 def test_each_sample_is_a_new_session(speech):
     sr = 16000
     r = cascade(clock="fixed", fixed_compute_s=0.2)
     user = np.concatenate([speech("Hello there.", sr), zeros(3.0, sr)])
-    outs = [render(r, user, sr, EventLog()) for _ in range(2)]
+    outs = [render(r, user, sr, EventLog())[0] for _ in range(2)]
     assert np.array_equal(outs[0], outs[1]) and outs[0].any()
     assert r.llm.histories == [["hello"], ["hello"]]
 
@@ -108,7 +143,7 @@ def two_quick_turns(speech, monkeypatch, **args):
     sr = 16000
     r = cascade(clock="measured", **args)
     ticks = iter(np.arange(0, 1000, 1.5))
-    monkeypatch.setattr("duplexeval_runner.runners.cascade.time.perf_counter", lambda: next(ticks))
+    monkeypatch.setattr("duplexeval_runner_cascade.cascade.time.perf_counter", lambda: next(ticks))
     short = speech("Yes.", sr)
     user = np.concatenate([short, zeros(0.8, sr), short, zeros(12.0, sr)])
     log = EventLog()

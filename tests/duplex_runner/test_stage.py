@@ -56,12 +56,15 @@ def test_fixed_latency_stage_writes_valid_files_of_the_input_length(tmp_path, da
         assert (info_out.frames, info_out.samplerate, info_out.channels) == (info_in.frames, sr, 1)
         rec = read_json(d / "runner.json")
         assert schemas.problem("runner-record", rec) is None
-        assert rec["runner"] == "fixed-latency" and rec["clock"] == "simulated"
+        assert rec["runner"] == "fixed-latency" and rec["clock"] == "simulated" and rec["kind"] == "step"
+        assert rec["status"] == "ok" and rec["deterministic"] is True
         assert rec["input_sr"] == rec["output_sr"] == sr and rec["seed"] == 0
         assert rec["settings"]["delay_s"] == 0.5
         assert set(rec["models"]) == {"silero-vad", "piper-voice"}
         assert all(len(h) == 64 for m in rec["models"].values() for h in m["files"].values())
-        assert rec["stats"] == {"replies": 1, "interrupts": 0}
+        assert rec["stats"]["replies"] == 1 and rec["stats"]["interrupts"] == 0
+        assert rec["stats"]["steps"] == -(-info_in.frames // int(0.04 * sr))     # 40 ms frames
+        assert not any("wall" in e for e in read_jsonl(d / "events.jsonl"))     # deterministic
         events = read_jsonl(d / "events.jsonl")
         assert all(schemas.problem("runner-event", e) is None for e in events)
         assert [e["type"] for e in events][0] == "session_start"
@@ -128,5 +131,5 @@ def test_missing_model_package_gives_the_install_hint(tmp_path, dataset, monkeyp
 def test_list_names_every_runner():
     res = run(["list"])
     assert res.exit_code == 0
-    for name in ("silence", "fixed-latency", "cascade"):
+    for name in ("silence", "fixed-latency", "always-talk", "cascade", "replay"):
         assert name in res.output

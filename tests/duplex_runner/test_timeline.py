@@ -57,3 +57,26 @@ def test_negative_time_clamps_to_zero():
     assert buf.write(-1.0, np.ones(3)) == 0
     with pytest.raises(ValueError):
         TimelineBuffer(0)
+
+
+def test_session_places_interrupts_and_logs_on_the_clock():
+    """Session (what the core hands a runner): place at now or at t, interrupt with extra fields on
+    the event, and a truncate line only when something was dropped."""
+    from duplexeval_runner.events import EventLog
+    from duplexeval_runner.protocol import SampleInfo, Session
+    clock = {"t": 0.5}
+    info = SampleInfo(key="s_turn_taking/1", subset="s_turn_taking", id="1", duration_s=2.0, sr=1000,
+                      n_samples=2000)
+    log = EventLog(record_wall=False)
+    session = Session(info, 1000, log, now=lambda: clock["t"])
+    assert session.place(np.ones(300)) == 0.5                 # at now
+    assert session.place(np.ones(100), t=0.6) == 0.8          # after what is queued
+    clock["t"] = 0.7
+    assert session.played(0.5, 0.3) == pytest.approx(0.2)
+    assert session.interrupt(reason="user_speech", speech_t=0.65, unheard=False) == pytest.approx(0.2)
+    assert [r["type"] for r in log.rows] == ["interrupt", "truncate"]
+    assert log.rows[0] == {"t": 0.7, "type": "interrupt", "reason": "user_speech", "discarded_s": 0.2,
+                           "speech_t": 0.65, "unheard": False}
+    assert session.interrupt(t=1.5) == 0.0 and log.rows[-1]["type"] == "interrupt"   # nothing to drop
+    out = session.buf.audio(2000)
+    assert out[500:700].all() and not out[700:].any()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplexeval_runner import vad
+from duplexeval_runner_controls import vad
 
 from .conftest import zeros
 
@@ -122,3 +122,30 @@ def test_endpointer_events_match_vaditerator(silero, ours, signals, name, thresh
     # vad.endpoints (what the runners call) gives the same events as pushing chunk by chunk.
     ep = vad.Endpointer(ours, threshold=threshold, min_silence_ms=min_silence_ms, speech_pad_ms=speech_pad_ms)
     assert [(e.kind, round(e.at * SR), round(e.detected * SR)) for e in vad.endpoints(ep, audio)] == got
+
+
+@pytest.mark.parametrize("sr", [16000, 22050, 24000, 44100, 48000, 11025])
+def test_stream_resampler_gives_the_whole_signal_resample_and_never_reads_ahead(sr):
+    """vad.StreamResampler, fed 40 ms frames (the last zero-padded as the core pads it), hands out
+    exactly wavio.resample of the whole signal, bit for bit; and what it has handed out after
+    frame k does not change when everything after frame k is replaced by other audio."""
+    from duplexeval_common.wavio import resample
+    rng = np.random.default_rng(sr)
+    n = int(1.3 * sr) + 7
+    x = (0.3 * rng.standard_normal(n)).astype(np.float32)
+    x[n // 3:n // 2] = 0.0
+    F = int(0.04 * sr)
+    frames = [np.pad(x[i:i + F], (0, max(0, i + F - n))) for i in range(0, n, F)]
+    rs = vad.StreamResampler(sr, SR, n)
+    parts = [rs.push(f) for f in frames] + [rs.flush()]
+    assert np.array_equal(np.concatenate(parts), resample(x, sr, SR))
+    k = len(frames) // 2
+    other = x.copy()
+    other[(k + 1) * F:] = (0.5 * rng.standard_normal(n - (k + 1) * F)).astype(np.float32)
+    rs2 = vad.StreamResampler(sr, SR, n)
+    early = np.concatenate([rs2.push(f) for f in frames[:k + 1]])
+    assert len(early) > 0 and np.array_equal(early, np.concatenate(parts)[:len(early)])
+    assert np.array_equal(early, resample(other, sr, SR)[:len(early)])
+    # It holds back only the filter's lookahead, under a millisecond of input.
+    heard_s = (k + 1) * F / sr
+    assert heard_s - 0.001 < len(early) / SR <= heard_s

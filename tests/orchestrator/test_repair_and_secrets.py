@@ -22,7 +22,8 @@ import pytest
 from duplexeval_common.jsonio import read_json
 
 from ..conftest import command
-from ..duplex_runner.test_freeze_omni import cert, server  # noqa: F401  (fixtures)
+from ..duplex_runner.servers import cert  # noqa: F401  (a fixture)
+from ..duplex_runner.test_freeze_omni import server  # noqa: F401  (a fixture: a Freeze-Omni protocol double)
 
 S_ENV = "planted-env-key-0123456789ABCDEFGH"
 S_URL = "planted-url-pw-9876543210ZYXW"

@@ -35,7 +35,7 @@ from duplexeval_common.stage import Stage, StageContext
 from . import __version__, revisions
 
 TREE_FILES = ("input.wav", "pause.json", "turn_taking.json", "interrupt.json", "output.wav",
-              "output.json", "rating.json")
+              "output.json", "rating.json", "runner.json")
 ROOT_FILES = ("manifest.json", "judge.json")
 
 

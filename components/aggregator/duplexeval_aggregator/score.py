@@ -149,7 +149,8 @@ def _mirror(src: Path, dst: Path, skip: set[str]) -> None:
 def _official_column(tree: Path, subset: str, task: str, ss: list[Sample], segs: dict, gt: dict | None,
                      judge: dict | None, exclude_invalid: bool, stack: ExitStack,
                      revision: revisions.Revision):
-    """The official numbers of a subset over its samples that are not invalid.
+    """The official numbers of a subset over its samples that are neither invalid nor marked
+    ineligible by their runner (runner.json status "ineligible", e.g. realtime drift).
 
     With exclude_invalid, an InputError the official functions raise for one sample (e.g. an
     ineligible sample's output.json that is not JSON) marks that sample invalid and the subset
@@ -157,7 +158,9 @@ def _official_column(tree: Path, subset: str, task: str, ss: list[Sample], segs:
     """
     by_key = {s.key: s for s in ss}
     while True:
-        skip = {s.id for s in ss if s.invalid is not None}
+        # invalid samples, and those made but marked not to be scored (runner.json "ineligible")
+        skip = {s.id for s in ss if s.invalid is not None
+                or any(r.startswith("ineligible:") for r in s.reasons)}
         d = tree / subset
         if skip and d.is_dir():
             d = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duplexeval-view-"))) / subset

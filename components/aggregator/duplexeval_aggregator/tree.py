@@ -1,7 +1,8 @@
 """Loading a Full-Duplex-Bench v1.0 tree: subsets, samples, eligibility and the load-time checks.
 
 A sample is ineligible (listed with its reasons, never dropped) when a file it needs is
-missing or a status file says a stage failed. An eligible sample whose times fail a check
+missing, a status file says a stage failed, or runner.json says `"status": "ineligible"` (the
+output was made but must not be scored: reason "ineligible:<code>", e.g. ineligible:drift). An eligible sample whose times fail a check
 stops the whole run with the sample id and the problem (strict, the default), or, when the
 caller excludes invalid samples (`aggregator fdb-v1 --exclude-invalid`, the pipeline stage),
 becomes ineligible with the reason "invalid:<code>" and keeps the one-line problem.
@@ -208,7 +209,11 @@ def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
                             raise
                         bad = bad or exc
                         continue
-                    if isinstance(st, dict) and "status" in st and st["status"] not in OK_STATUSES:
+                    if isinstance(st, dict) and st.get("status") == "ineligible":
+                        # made, but not to be scored (e.g. a runner whose realtime pacing drifted)
+                        code = (st.get("ineligible") or {}).get("code") if isinstance(st.get("ineligible"), dict) else None
+                        s.reasons.append(f"ineligible:{code or name[:-5]}")
+                    elif isinstance(st, dict) and "status" in st and st["status"] not in OK_STATUSES:
                         s.reasons.append(f"failed:{name[:-5]}")
         if s.key in failures:
             s.reasons.append(reason_code(failures[s.key]))

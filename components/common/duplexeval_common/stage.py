@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -159,6 +161,7 @@ class Stage:
     select: Callable[[Inputs, dict], list[Sample]] | None = None
     setup: Callable[[dict], None] | None = None
     check: Callable[[dict], None] | None = None  # validate settings without loading anything
+    workers: int = 1  # samples processed at once (threads), e.g. network sessions of a runner
 
     def run(self, input_dirs: list[Path], output: Path, config: dict,
             allow_failures: bool = False, shard: tuple[int, int] = (0, 1)) -> int:
@@ -178,6 +181,7 @@ class Stage:
         samples = [s for n, s in enumerate(samples) if n % shard[1] == shard[0]]
         _remove_partials(output, samples)  # only this shard's: a sibling shard may be writing its own
         self._ready = False
+        self._setup_lock = threading.Lock()
         statuses = self._run_samples(samples, inputs, config, output)
         notes: dict = {}
         if shard[1] == 1 and self.finalize:
@@ -194,23 +198,34 @@ class Stage:
     def _setup_once(self, config: dict) -> None:
         """Load models when first needed: a resumed stage whose samples all verify loads them
         only for its finalize step, if it has one."""
-        if self.setup and not self._ready:
-            self.setup(config)
-        self._ready = True
+        with self._setup_lock:
+            if self.setup and not self._ready:
+                self.setup(config)
+            self._ready = True
 
     def _run_samples(self, samples, inputs, config, output) -> dict[str, dict]:
         statuses: dict[str, dict] = {}
         bar = Progress(self.component, len(samples))
-        try:
-            for sample in samples:
-                status = self._run_one(sample, inputs, config, output)
+        done = threading.Lock()
+
+        def one(sample) -> None:
+            status = self._run_one(sample, inputs, config, output)
+            with done:
                 statuses[sample.key] = status
                 note = "" if status["status"] == "ok" and not status.get("cached") else \
                     ("cached" if status.get("cached") else f"{status['status']}: {status.get('reason', '')}")
                 bar.step(sample.key, note)
+        try:
+            if self.workers <= 1 or len(samples) <= 1:
+                for sample in samples:
+                    one(sample)
+            else:
+                with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.component) as pool:
+                    for fut in [pool.submit(one, s) for s in samples]:
+                        fut.result()  # a stage-stopping error (a bad setting) surfaces here
         finally:
             bar.close()
-        return statuses
+        return {s.key: statuses[s.key] for s in samples if s.key in statuses}
 
     def _run_one(self, sample: Sample, inputs: Inputs, config: dict, output: Path) -> dict:
         final = output / SAMPLES / sample.subset / sample.id

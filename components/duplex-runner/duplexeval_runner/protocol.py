@@ -1,62 +1,122 @@
-"""What a runner is: the contract every model adapter implements.
+"""What a runner is: the contracts model adapters implement, and the session the core hands them.
 
-A runner maps the user's audio to the model's audio on the same timeline.
-The harness (harness.py) owns everything else: reading and writing files,
-resampling to `in_sr` and back from `out_sr`, fitting the output to exactly
-the input's length, the event log file and runner.json.
+The core (this package) owns time and files: it reads `input.wav`, resamples it to the
+runner's `in_sr`, feeds it frame by frame on its clock, places the model's audio on the
+input's timeline (`Session`, over a TimelineBuffer), timestamps every event, fits the
+output to exactly the input's length and writes output.wav, events.jsonl and runner.json.
+A runner never holds the whole input: it sees frame k only when the clock reaches the end
+of frame k, so it cannot read ahead of its clock.
 
-An adapter (silence, fixed-latency, cascade here; Moshi WebSocket,
-Freeze-Omni socket.io, OpenAI realtime later) is a class registered in
-registry.py and built as `cls(**runner_args, seed=seed)`:
+Three kinds of runner, one per way a model consumes time (clocks.py drives each):
 
-- `name`, `clock` ("lockstep", "realtime" or "simulated", as in
-  runner-record.schema.json), `in_sr` and `out_sr` (None: any rate / the
-  rate it was given);
-- `setup()`: load models once per stage; cheap when called again;
-- `run(user, sr, *, log)`: one session per call, float32 mono at `sr` in,
-  float32 mono at `out_sr` out, placed with a TimelineBuffer; log events
-  with `log.emit(type, t, ...)`;
-- `settings()`: the resolved settings recorded in runner.json;
-- `models()`: `{name: {"package", "version", "files": {file: sha256}}}`.
+- `StepRunner` (clock "lockstep" or "simulated"): frame-synchronous, in process.
+  `open(session)`, then `step(frame, session)` once per `frame` input samples, in order,
+  then `close(session)`. The audio `step` returns is output frame k and is placed at the
+  start of input frame k (the layout of Moshi's offline inference and of Full-Duplex-Bench's
+  Moshi client); a runner may also `session.place(audio, t)` anywhere (a cascade places a
+  reply at detection + compute time). Driven as fast as it runs: deterministic for a seed.
+- `StreamRunner` (clock "realtime", or "lockstep" for frame-locked servers fed as fast as
+  they drain): a network session per sample. `connect(session)` returns a `Connection`
+  whose coroutines the core awaits: `open()` (connect, handshake, prompt; the clock starts
+  when it returns), `send(frame, k)` for frame k at t0 + (k+1) * frame on absolute
+  deadlines (never sleep-per-frame), `receive()` running beside the sender and calling
+  `session.place` / `session.interrupt` as messages arrive, `finish()` after the last frame
+  (input plus `grace_s` of silence) and `close()`. Drift (actual minus scheduled send time)
+  is logged per frame; a sample whose drift passes DRIFT_LIMIT_MS anywhere is recorded
+  ineligible with that reason. A per-sample deadline (input + grace + `deadline_margin_s`)
+  bounds the whole session, so a silent or stuck server cannot hang the run.
+- `OfflineRunner` (clock "simulated"): `run(user, sr, log)` over the whole input; only for
+  things that are not models listening live (the `replay` of outputs made elsewhere).
+
+Every runner: `name`, `clock`, `in_sr` / `out_sr` (None: the input's rate), `setup()` (load
+models once; cheap when called again), `settings()` and `models()` (recorded in
+runner.json), `deterministic` (the output depends only on input, settings and seed: the
+event log then carries no wall times). It is built as `cls(seed=seed, **runner_args)`;
+`resolve_args` turns an unknown argument into a one-line error.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
+from duplexeval_common.errors import DuplexEvalError
+
 from .events import EventLog
+from .timeline import TimelineBuffer
 
 CLOCKS = ("lockstep", "realtime", "simulated")
+DRIFT_LIMIT_MS = 20.0
 
 
-class Runner(Protocol):
-    name: str
-    clock: str
-    in_sr: int | None
-    out_sr: int | None
+class SessionFailed(DuplexEvalError):
+    """The model or its server refused, ended or lost the session: the sample fails with this
+    one line (or, once the input has ended, the output so far is kept and the line logged)."""
 
-    def setup(self) -> None: ...
 
-    def run(self, user: np.ndarray, sr: int, *, log: EventLog) -> np.ndarray: ...
+@dataclass(frozen=True)
+class SampleInfo:
+    """Which sample a session is for (the input itself is never handed over)."""
+    key: str          # "<subset>/<id>"
+    subset: str
+    id: str
+    duration_s: float
+    sr: int           # the rate frames arrive at (the runner's in_sr, or the input's)
+    n_samples: int    # input samples at `sr`
 
-    def settings(self) -> dict[str, Any]: ...
 
-    def models(self) -> dict[str, Any]: ...
+class Session:
+    """One sample's output timeline and event log, owned by the core.
+
+    `now()` is the clock's time on the input timeline: for a step runner, the end of the
+    frame being handled; for a stream runner, seconds since the clock started (t0)."""
+
+    def __init__(self, info: SampleInfo, out_sr: int, log: EventLog, now: Callable[[], float]):
+        self.info = info
+        self.out_sr = int(out_sr)
+        self.log = log
+        self.stats = log.stats
+        self.buf = TimelineBuffer(self.out_sr, capacity=int(round(info.duration_s * self.out_sr)))
+        self._now = now
+
+    def now(self) -> float:
+        return self._now()
+
+    def place(self, audio: np.ndarray, t: float | None = None) -> float:
+        """Queue model audio (float32 mono at out_sr) to play from t (default: now), or right
+        after what is queued; return the time it starts."""
+        return self.buf.write(self.now() if t is None else t, audio) / self.out_sr
+
+    def interrupt(self, t: float | None = None, reason: str = "interrupt", **fields: Any) -> float:
+        """Drop what has not played by t (default: now); log it (with `fields` on the
+        `interrupt` event); return the seconds dropped."""
+        t = self.now() if t is None else t
+        dropped = self.buf.interrupt(t) / self.out_sr
+        self.log.emit("interrupt", t, reason=reason, discarded_s=dropped, **fields)
+        if dropped:
+            self.log.emit("truncate", t, discarded_s=dropped)
+        return dropped
+
+    def played(self, start: float, seconds: float, t: float | None = None) -> float:
+        """Of `seconds` of audio placed to start at `start`, how much has played by t."""
+        t = self.now() if t is None else t
+        return min(max(t - start, 0.0), max(seconds, 0.0))
+
+    def event(self, type: str, t: float | None = None, **fields: Any) -> dict:
+        return self.log.emit(type, self.now() if t is None else t, **fields)
 
 
 class BaseRunner:
-    """Defaults for the optional parts of the contract.
-
-    `deterministic`: the output depends only on the input, settings and seed (no wall clock), so
-    the event log omits wall times and the same input gives the same bytes."""
+    """Defaults for the optional parts of every contract."""
 
     name = "base"
     clock = "simulated"
     deterministic = False
     in_sr: int | None = None
     out_sr: int | None = None
+    profile: dict | None = None  # the profile file's record (profiles.py), when the runner has one
 
     def setup(self) -> None:
         pass
@@ -68,11 +128,80 @@ class BaseRunner:
         return {}
 
 
+class StepRunner(BaseRunner):
+    """Frame-synchronous, in process (see the module docstring)."""
+
+    clock = "lockstep"
+    frame_ms: float = 80.0
+
+    def open(self, session: Session) -> None:
+        pass
+
+    def step(self, frame: np.ndarray, session: Session) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def close(self, session: Session) -> None:
+        pass
+
+
+class Connection:
+    """One network session (see StreamRunner). Coroutines; raise SessionFailed for a
+    failure the sample should carry as its reason."""
+
+    async def open(self) -> None:
+        pass
+
+    async def send(self, frame: np.ndarray, k: int) -> None:
+        raise NotImplementedError
+
+    async def receive(self) -> None:
+        """Read the server until it closes; place audio, interrupts and events on the session."""
+        raise NotImplementedError
+
+    async def finish(self) -> None:
+        """After the last frame: the end-of-input message, if the protocol has one, and a short
+        wait for what is still coming."""
+
+    async def close(self) -> None:
+        """Disconnect; never raises."""
+
+
+class StreamRunner(BaseRunner):
+    """A network session per sample (see the module docstring)."""
+
+    clock = "realtime"
+    frame_ms: float = 20.0
+    grace_s: float = 0.0          # silence sent after the input (output keeps flowing)
+    open_timeout_s: float = 10.0  # connect + handshake + prompt
+    deadline_margin_s: float = 10.0  # per-sample deadline: input + grace + this
+    drift_limit_ms: float = DRIFT_LIMIT_MS  # set by the stage from runner_args drift_limit_ms
+
+    def connect(self, session: Session) -> Connection:
+        raise NotImplementedError
+
+    def deadline(self, duration_s: float) -> float:
+        return duration_s + self.grace_s + self.open_timeout_s + self.deadline_margin_s
+
+
+class OfflineRunner(BaseRunner):
+    """The whole input at once: only for what is not a model listening live (replay)."""
+
+    def run(self, user: np.ndarray, sr: int, *, log: EventLog, info: SampleInfo) -> np.ndarray:
+        raise NotImplementedError
+
+
 def resolve_args(runner: str, defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Defaults overridden by `given`; an unknown name is a one-line error."""
-    from duplexeval_common.errors import DuplexEvalError
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise DuplexEvalError(f"runner {runner!r}: unknown runner_args {', '.join(unknown)} "
                               f"(known: {', '.join(sorted(defaults))})")
     return {**defaults, **given}
+
+
+def kind_of(runner: Any) -> str:
+    for cls, kind in ((StepRunner, "step"), (StreamRunner, "stream"), (OfflineRunner, "offline")):
+        if isinstance(runner, cls):
+            return kind
+    raise DuplexEvalError(f"runner {getattr(runner, 'name', runner)!r} is neither a StepRunner, "
+                          "a StreamRunner nor an OfflineRunner")

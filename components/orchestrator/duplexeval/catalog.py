@@ -1,8 +1,11 @@
 """What `--model`, `--dataset`, `--asr` and `--judge` name.
 
-Models map to a runner of the duplex-runner component and its settings;
-datasets to the stage that produces the samples. Adding a model is one entry
-here (plus its runner adapter in duplex-runner).
+A model is a runner package (components/runners/<package>/: its code, pinned requirements and
+Dockerfile), a runner it registers, and the settings this entry gives it; its runner stage is
+the component `runner-<package>` (image duplexeval/runner-<package>:<version>; locally the
+shared .venv, or .venvs/runner-<package> when the package needs an environment of its own).
+Adding a model is its package plus one entry here. Datasets map to the stage that produces
+the samples.
 """
 
 from __future__ import annotations
@@ -13,41 +16,73 @@ from duplexeval_common.errors import DuplexEvalError
 
 from .paths import DATASETS
 
-
 # Where a networked model's endpoint comes from when --runner-arg does not give it: the
 # orchestrator copies these variables into runner_args, so the endpoint (never a key) is part of
 # the stage key and the records. Keys stay in the environment (`keys`, passed by name).
 ENDPOINT_ENV = {"url": "MODEL_URL", "insecure": "MODEL_INSECURE", "ca_file": "MODEL_CA"}
+# A local model's weights: a folder (a Hugging Face snapshot) named by MODEL_DIR.
+WEIGHTS_ENV = {"model_dir": "MODEL_DIR"}
+FLAGS = ("insecure",)  # settings given as 1/true/yes in the environment
 
 
 @dataclass(frozen=True)
 class Model:
-    runner: str
+    package: str  # components/runners/<package>
+    runner: str   # the runner name the package registers
     runner_args: dict = field(default_factory=dict)
     summary: str = ""
     network: bool = False  # whether its runner container needs the network
     keys: tuple[str, ...] = ()  # environment variables holding its credentials (passed by name)
+    env_args: dict = field(default_factory=dict)  # runner_arg -> environment variable it defaults to
+
+    @property
+    def component(self) -> str:
+        return f"runner-{self.package}"
 
 
 def endpoint_args(m: Model, given: dict, environ: dict) -> dict:
-    """runner_args with the endpoint settings a networked model takes from the environment."""
+    """runner_args with the settings a model takes from the environment when not given."""
     args = dict(given)
-    if not m.network:
-        return args
-    for arg, var in ENDPOINT_ENV.items():
+    for arg, var in m.env_args.items():
         if arg not in args and environ.get(var):
             value = environ[var]
-            args[arg] = value.lower() in ("1", "true", "yes") if arg == "insecure" else value
+            args[arg] = value.strip().lower() in ("1", "true", "yes", "on") if arg in FLAGS else value
     return args
 
 
+def _network(package: str, runner: str, summary: str, args: dict | None = None,
+             keys: tuple[str, ...] = ()) -> Model:
+    return Model(package, runner, args or {}, summary, network=True, keys=keys, env_args=ENDPOINT_ENV)
+
+
 MODELS = {
-    "cascade": Model("cascade", {}, "half-duplex cascade: Silero VAD, faster-whisper tiny.en, SmolLM2-135M, Piper"),
-    "silence": Model("silence", {}, "control: never speaks"),
-    "fixed-latency": Model("fixed-latency", {"delay_s": 1.0},
+    "cascade": Model("cascade", "cascade", {}, "half-duplex cascade: Silero VAD, faster-whisper tiny.en, "
+                     "SmolLM2-135M, Piper"),
+    "silence": Model("controls", "silence", {}, "control: never speaks"),
+    "fixed-latency": Model("controls", "fixed-latency", {"delay_s": 1.0},
                            "control: a fixed phrase 1.0 s after each end of user speech"),
-    "freeze-omni": Model("freeze-omni", {}, "Freeze-Omni 7B served by its own bin/server.py (socket.io over "
-                         "HTTPS, realtime); set MODEL_URL, and MODEL_CA or MODEL_INSECURE=1", network=True),
+    "always-talk": Model("controls", "always-talk", {}, "control: speaks over everything, from start to end"),
+    "freeze-omni": _network("freeze-omni", "freeze-omni", "Freeze-Omni 7B served by its own bin/server.py "
+                            "(socket.io over HTTPS, realtime); MODEL_URL, and MODEL_CA or MODEL_INSECURE=1"),
+    "vita-1.5": _network("freeze-omni", "freeze-omni", "VITA-1.5 served by its web_demo/server.py (the "
+                         "Freeze-Omni socket.io protocol, realtime); MODEL_URL, and MODEL_CA or MODEL_INSECURE=1",
+                         {"system_prompt": None}),
+    "moshi": Model("moshi", "moshi", {}, "Moshi in process (Mimi + LMGen, 80 ms lockstep); weights from "
+                   "MODEL_DIR (a local kyutai/moshiko-pytorch-bf16 snapshot)", env_args=WEIGHTS_ENV),
+    "moshi-ws": _network("moshi-ws", "moshi-ws", "a Moshi server (python -m moshi.server) over its WebSocket "
+                         "byte protocol; MODEL_URL", {"profile": "moshi"}),
+    "personaplex": _network("moshi-ws", "moshi-ws", "a PersonaPlex server (NVIDIA/personaplex) over the Moshi "
+                            "WebSocket protocol with FDB's prompts; MODEL_URL", {"profile": "personaplex"}),
+    "flm-audio": _network("moshi-ws", "moshi-ws", "an FLM-Audio server (cofe-ai/flm-audio) over the Moshi "
+                          "WebSocket protocol; MODEL_URL", {"profile": "flm-audio"}),
+    "openai-realtime": _network("openai-realtime", "openai-realtime", "OpenAI Realtime (GA) over WebSocket "
+                                "with the openai SDK; OPENAI_API_KEY, MODEL_URL for another endpoint",
+                                keys=("OPENAI_API_KEY",)),
+    "gemini-live": _network("gemini-live", "gemini-live", "Gemini Live with the google-genai SDK, one session "
+                            "per sample; GEMINI_API_KEY or GOOGLE_API_KEY, MODEL_URL for another endpoint",
+                            keys=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "replay": Model("replay", "replay", {}, "scores outputs made elsewhere: output.wav of each sample of an "
+                    "official-layout tree (REPLAY_TREE)", env_args={"tree": "REPLAY_TREE"}),
 }
 
 DATASETS_KNOWN = {

@@ -207,12 +207,12 @@ def show_cmd(store: Store, run):
 def models_cmd():
     """List the models and datasets that `eval` knows."""
     for name, m in sorted(catalog.MODELS.items()):
-        click.echo(f"model   {name:16} {m.summary}")
+        click.echo(f"model   {name:16} {m.summary} [{m.component}]")
     for name, (_, _, summary) in sorted(catalog.DATASETS_KNOWN.items()):
         click.echo(f"dataset {name:16} {summary}")
 
 
-MISSING_REASONS = ("missing:", "failed:", "invalid:")
+MISSING_REASONS = ("missing:", "failed:", "invalid:", "ineligible:")
 
 
 def missing_in_metrics(agg_dir: Path) -> dict[str, str]:

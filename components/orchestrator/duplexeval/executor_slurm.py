@@ -40,12 +40,12 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
 from duplexeval_common.samples import STAGE_RECORD
 
+from .paths import is_runner
 from .runtime import Call, Limits, LogRelay, Outcome
 
 RETRY_STATES = ("CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "LOST")
 DONE_STATES = ("COMPLETED", "FAILED", *RETRY_STATES)
 SINGLE_JOB = ("aggregator",)          # components whose stage is one job, never sharded
-GPU_COMPONENTS = ("duplex-runner",)   # --slurm-gpus-runner applies to these
 NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 
 
@@ -175,7 +175,7 @@ class SlurmExecutor:
         if part:
             args.append(f"--partition={part}")
         args.append(f"--time={s.get(s.time, c) or max(1, math.ceil(limits.timeout_s / 60))}")
-        if gpu and s.gpus_runner and c in GPU_COMPONENTS:
+        if gpu and s.gpus_runner and is_runner(c):  # the model runners
             args.append(f"--gres=gpu:{s.gpus_runner}")
         args += s.sbatch_args.get("", []) + (s.sbatch_args.get(c, []) if c else [])
         return args

@@ -47,8 +47,19 @@ class StageSpec:
                        and os.path.isabs(v) and os.path.exists(v)})
 
 
+# Settings naming files whose content the output depends on, beyond the stage's inputs: their
+# sha256 goes into the runner's config (`content`), so changed files change the stage key.
+CONTENT_ARGS = ("tree",)
+
+
+def content_digests(args: dict) -> dict:
+    from duplexeval_common.hashing import sha256_tree
+    return {k: sha256_tree(Path(v)) for k, v in sorted(args.items())
+            if k in CONTENT_ARGS and isinstance(v, str) and Path(v).is_dir()}
+
+
 # Settings whose value is a path on this machine (see StageSpec.host_paths).
-PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir")
+PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir", "tree")
 
 
 def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | None,
@@ -61,6 +72,7 @@ def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | No
     m = catalog.model(model)
     ds_component, ds_source, _ = catalog.dataset(dataset)
     r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
+    content = content_digests(r_args)
     j_args = dict(judge_args or {})
     for arg, var in JUDGE_ENDPOINTS.get(judge, {}).items():
         if arg not in j_args and environ.get(var):
@@ -68,7 +80,8 @@ def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | No
     return [
         StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit},
                   [Source(dataset, ds_source)]),
-        StageSpec("runner", "duplex-runner", {"runner": m.runner, "runner_args": r_args, "seed": 0},
+        StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
+                                           **({"content": content} if content else {})},
                   ["dataset"], network=m.network, keys=m.keys),
         StageSpec("asr", "asr-aligner", {"backend": asr, "backend_args": dict(asr_args or {})},
                   ["dataset", "runner"]),

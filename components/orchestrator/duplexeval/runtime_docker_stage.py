@@ -13,16 +13,16 @@ import re
 
 from duplexeval_common.errors import DuplexEvalError
 
-from .paths import COMPONENTS
+from .paths import component_dir, is_runner
 from .runtime import Call, Limits, LogRelay, Outcome, numeric_env
 from .runtime_docker import image_id, run_stage_in_container
 
 
 def component_version(component: str) -> str:
-    text = (COMPONENTS / component / "pyproject.toml").read_text()
+    text = (component_dir(component) / "pyproject.toml").read_text()
     m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
     if not m:
-        raise DuplexEvalError(f"no version in components/{component}/pyproject.toml")
+        raise DuplexEvalError(f"no version in {component_dir(component)}/pyproject.toml")
     return m.group(1)
 
 
@@ -34,7 +34,9 @@ class DockerRuntime:
         self._ids: dict[str, str] = {}
 
     def image(self, component: str) -> str:
-        return self.images.get(component) or f"duplexeval/{component}:{component_version(component)}"
+        # RUNNER_IMAGE / --image duplex-runner=IMAGE swaps whichever runner package the model uses
+        swapped = self.images.get(component) or (self.images.get("duplex-runner") if is_runner(component) else None)
+        return swapped or f"duplexeval/{component}:{component_version(component)}"
 
     def identity(self, component: str) -> str:
         if component not in self._ids:

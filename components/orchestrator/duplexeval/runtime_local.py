@@ -21,7 +21,7 @@ from pathlib import Path
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json, sha256_tree
 
-from .paths import COMPONENTS, REPO
+from .paths import COMPONENTS, REPO, component_command, component_dir, component_sources, own_environment
 from .runtime import GiB, Call, Limits, LogRelay, Outcome
 
 _POLL_S = 0.25
@@ -34,6 +34,12 @@ def _packages() -> str:
         from duplexeval_common.stage import installed_packages
         _PACKAGES.append(sha256_json(installed_packages()))
     return _PACKAGES[0]
+
+
+def _venv_packages(venv: Path) -> str:
+    """sha256 of the distributions installed in another virtualenv (its dist-info folder names)."""
+    names = sorted(p.name for p in venv.glob("lib/python*/site-packages/*.dist-info"))
+    return sha256_json(names)
 
 
 def _group_rss(pgid: int) -> int:
@@ -74,22 +80,34 @@ class LocalRuntime:
 
     def identity(self, component: str) -> str:
         if component not in self._ids:
-            src = COMPONENTS / component
-            if not src.is_dir():
+            if not component_dir(component).is_dir():
                 raise DuplexEvalError(f"no component {component!r} in {COMPONENTS}")
+            venv = own_environment(component)
             # The source, and the installed packages it runs with (a pip upgrade changes results).
-            digest = sha256_json([sha256_tree(src, COMPONENTS / "common", REPO / "schemas"), _packages()])
+            packages = _venv_packages(venv) if venv else _packages()
+            digest = sha256_json([sha256_tree(*component_sources(component), COMPONENTS / "common",
+                                              REPO / "schemas"), packages])
             self._ids[component] = f"source:sha256:{digest}"
         return self._ids[component]
 
     def provenance(self, component: str) -> dict:
-        return {"identity": self.identity(component)}
+        venv = own_environment(component)
+        return {"identity": self.identity(component), **({"environment": str(venv)} if venv else {})}
 
     def command(self, component: str) -> str:
-        exe = Path(sys.executable).parent / component
-        found = str(exe) if exe.is_file() else shutil.which(component)
+        name = component_command(component)
+        venv = own_environment(component)
+        if venv is not None:
+            exe = venv / "bin" / name
+            if not exe.is_file():
+                raise DuplexEvalError(f"{component} runs in its own environment {venv}, which is missing: "
+                                      f"run `make setup` (scripts/setup-runner-venv.sh "
+                                      f"{component_dir(component).name})")
+            return str(exe)
+        exe = Path(sys.executable).parent / name
+        found = str(exe) if exe.is_file() else shutil.which(name)
         if not found:
-            raise DuplexEvalError(f"command {component!r} not found: run `make setup`")
+            raise DuplexEvalError(f"command {name!r} not found: run `make setup`")
         return found
 
     def args(self, call: Call) -> list[str]:

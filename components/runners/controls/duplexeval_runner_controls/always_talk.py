@@ -1,0 +1,76 @@
+"""`always-talk`: a control that talks over everything.
+
+It says a fixed Piper phrase back to back, from the first sample of the output to the last,
+and never stops for the user: every turn-taking and interruption metric sees a model that
+always holds the floor (it takes every turn, at once, and yields to no interruption).
+
+A StepRunner at the input's own rate (`in_sr = out_sr = None`) in one-second frames (a whole
+number of samples at any integer rate): step k returns output frame k, samples
+[k * F, (k + 1) * F) of the phrase repeated without gaps, which the core places at the start of
+input frame k. The phrase is synthesized once, resampled to the input's rate and trimmed so its
+first and last samples are audible, so the output's first sample is audible and a repeat starts
+right after the previous one's last audible sample. Deterministic: Piper's noise scales default
+to 0, and the input is never looked at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from duplexeval_runner.protocol import Session, resolve_args
+
+from .base import ControlRunner
+from .tts import Phrase
+
+NAME = "always-talk"
+DEFAULT_PHRASE = "I am talking and I will keep on talking no matter what you say to me"
+DEFAULTS: dict[str, Any] = {
+    "phrase": DEFAULT_PHRASE,
+    "tts_noise_scale": 0.0,
+    "tts_noise_w_scale": 0.0,
+}
+
+
+class AlwaysTalkRunner(ControlRunner):
+    name = NAME
+    frame_ms = 1000.0
+
+    def __init__(self, seed: int | None = None, **args: Any):
+        self.args = resolve_args(self.name, DEFAULTS, args)
+        self.seed = seed
+        self.said = Phrase(NAME, self.args)
+        self.tts = self.said.tts
+        self._pos = 0
+
+    def setup(self) -> None:
+        self.said.check()
+
+    def phrase(self, sr: int) -> np.ndarray:
+        """The phrase at rate sr, trimmed so its first and last samples are audible."""
+        return self.said.at(sr)
+
+    def open(self, session: Session) -> None:
+        self.setup()
+        self._pos = 0  # output samples said so far, at out_sr
+        session.event("speak", 0.0, text=self.args["phrase"], repeat=True)
+
+    def step(self, frame: np.ndarray, session: Session) -> np.ndarray:
+        p = self.phrase(session.out_sr)
+        n = int(round(len(frame) * session.out_sr / session.info.sr))
+        idx = (self._pos + np.arange(n)) % len(p)
+        self._pos += n
+        return p[idx]
+
+    def close(self, session: Session) -> None:
+        p = self.phrase(session.out_sr)
+        said = min(self._pos, int(round(session.info.n_samples * session.out_sr / session.info.sr)))
+        session.stats.update({"replies": -(-said // len(p)), "interrupts": 0})  # phrases begun
+
+    def settings(self) -> dict:
+        return {**self.args, "frame_ms": self.frame_ms, "tts": self.tts.settings(),
+                "phrase_s": round(len(self.phrase(self.tts.sr)) / self.tts.sr, 6) if self.said.made else None}
+
+    def models(self) -> dict:
+        return {"piper-voice": self.tts.record()}

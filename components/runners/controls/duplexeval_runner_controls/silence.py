@@ -1,0 +1,30 @@
+"""`silence`: a control that never speaks (all-zero output).
+
+A StepRunner that ignores every frame. Its frames are one second long, a whole number of
+samples at any integer rate, so any input rate works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from duplexeval_runner.protocol import Session, resolve_args
+
+from .base import ControlRunner
+
+
+class SilenceRunner(ControlRunner):
+    name = "silence"
+    frame_ms = 1000.0
+
+    def __init__(self, seed: int | None = None, **args: Any):
+        resolve_args(self.name, {}, args)
+        self.seed = seed
+
+    def step(self, frame: np.ndarray, session: Session) -> None:
+        return None
+
+    def close(self, session: Session) -> None:
+        session.stats.update({"replies": 0, "interrupts": 0})

@@ -1,0 +1,183 @@
+"""The duplexeval images: which exist, where each one's package lives, what it installs.
+
+    python3 docker/images.py list                 every image name, one a line: each component
+                                                  with a Dockerfile, then runner-<name> for each
+                                                  runner package with one
+    python3 docker/images.py dir NAME             the package folder of image NAME
+    python3 docker/images.py version NAME         its [project] version (the image's tag)
+    python3 docker/images.py kind NAME            `runner` or `component`
+    python3 docker/images.py packages NAME        the duplexeval packages a runner image installs
+                                                  beyond common and the core: its duplexeval
+                                                  runner dependencies (transitively), then itself
+    python3 docker/images.py requirements NAME..  the requirements.txt files these images install
+                                                  from, one a line (for the wheelhouse)
+    python3 docker/images.py needs-torch NAME     exit 0 when the image needs torch (torch-base)
+
+Image names: a component components/<name>/ (with a Dockerfile) gives duplexeval/<name>; a runner
+package components/runners/<name>/ gives duplexeval/runner-<name>. Every runner image holds the
+common library, the schemas, the runner core (components/duplex-runner, whose `duplex-runner`
+command is the entrypoint), the runner package and the duplexeval runner packages it depends on
+(its pyproject.toml dependencies named duplexeval-*). The core has no image of its own.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import reqs  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+COMPONENTS = REPO / "components"
+RUNNERS = COMPONENTS / "runners"
+RUNNER_PREFIX = "runner-"
+CORE = "duplex-runner"      # the runner core's folder under components/
+SHARED = ("common", CORE)   # installed in every runner image by their own steps
+
+
+class ImageError(Exception):
+    pass
+
+
+def is_runner(name: str) -> bool:
+    return name.startswith(RUNNER_PREFIX)
+
+
+def package_dir(name: str) -> Path:
+    """components/runners/<x> for runner-<x>, else components/<name>."""
+    d = RUNNERS / name[len(RUNNER_PREFIX):] if is_runner(name) else COMPONENTS / name
+    if not (d / "pyproject.toml").is_file():
+        raise ImageError(f"{name}: no {d.relative_to(REPO)}/pyproject.toml")
+    return d
+
+
+def _project(d: Path) -> dict:
+    with open(d / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+def version(name: str) -> str:
+    return _project(package_dir(name))["version"]
+
+
+def image_names() -> list[str]:
+    comps = sorted(d.name for d in COMPONENTS.iterdir()
+                   if (d / "Dockerfile").is_file() and (d / "pyproject.toml").is_file())
+    runners = sorted(RUNNER_PREFIX + d.name for d in RUNNERS.iterdir()
+                     if (d / "Dockerfile").is_file() and (d / "pyproject.toml").is_file()) if RUNNERS.is_dir() else []
+    return comps + runners
+
+
+@lru_cache(maxsize=1)
+def _projects() -> dict[str, Path]:
+    """Normalized project name -> folder, for every duplexeval package in the repository."""
+    out = {}
+    for p in sorted([*COMPONENTS.glob("*/pyproject.toml"), *RUNNERS.glob("*/pyproject.toml")]):
+        try:
+            out[reqs.norm(_project(p.parent)["name"])] = p.parent
+        except (KeyError, tomllib.TOMLDecodeError):
+            continue
+    return out
+
+
+_DEP = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _local_deps(d: Path) -> list[Path]:
+    out = []
+    for dep in _project(d).get("dependencies", []):
+        m = _DEP.match(dep)
+        name = reqs.norm(m.group(1)) if m else ""
+        if not name.startswith("duplexeval"):
+            continue
+        if name not in _projects():
+            raise ImageError(f"{d.relative_to(REPO)}: depends on {name}, which is no package here")
+        out.append(_projects()[name])
+    return out
+
+
+def packages(name: str) -> list[Path]:
+    """A runner image's duplexeval packages beyond common and the core, dependencies first."""
+    if not is_runner(name):
+        raise ImageError(f"{name} is no runner image (runner-<name>)")
+    shared = {COMPONENTS / s for s in SHARED}
+    order: list[Path] = []
+    visiting: list[Path] = []
+
+    def visit(d: Path) -> None:
+        if d in order or d in shared:
+            return
+        if d in visiting:
+            raise ImageError(f"dependency cycle: {' -> '.join(p.name for p in [*visiting, d])}")
+        visiting.append(d)
+        for dep in _local_deps(d):
+            visit(dep)
+        visiting.pop()
+        order.append(d)
+
+    visit(package_dir(name))
+    for d in order:
+        if d.parent != RUNNERS:
+            raise ImageError(f"{name}: depends on {d.relative_to(REPO)}, which is not a runner package")
+    return order
+
+
+def requirement_files(name: str) -> list[Path]:
+    """The requirements.txt files image NAME installs from (a runner's: the core's, its
+    dependencies', its own)."""
+    dirs = [COMPONENTS / CORE, *packages(name)] if is_runner(name) else [package_dir(name)]
+    return [d / "requirements.txt" for d in dirs if (d / "requirements.txt").is_file()]
+
+
+def runner_requirements(name: str) -> str:
+    """The pinned requirement lines of a runner image's packages (dependencies', then its own),
+    each name once: the text its own install step splits (docker/reqs.py)."""
+    seen: dict[str, tuple[str, Path]] = {}
+    for d in packages(name):
+        f = d / "requirements.txt"
+        if not f.is_file():
+            continue
+        for n, line in reqs.requirement_lines(f):
+            if n in seen and seen[n][0].replace(" ", "") != line.replace(" ", ""):
+                raise ImageError(f"{name}: {seen[n][1].relative_to(REPO)} asks for {seen[n][0]!r} but "
+                                 f"{f.relative_to(REPO)} for {line!r}")
+            seen.setdefault(n, (line, f))
+    return "".join(f"{line}\n" for line, _ in seen.values())
+
+
+def needs_torch(name: str) -> bool:
+    return any(n == "torch" for f in requirement_files(name) for n, _ in reqs.requirement_lines(f))
+
+
+def main(argv: list[str]) -> int:
+    try:
+        if argv == ["list"]:
+            print("\n".join(image_names()))
+        elif len(argv) == 2 and argv[0] == "dir":
+            print(package_dir(argv[1]))
+        elif len(argv) == 2 and argv[0] == "version":
+            print(version(argv[1]))
+        elif len(argv) == 2 and argv[0] == "kind":
+            print("runner" if is_runner(argv[1]) else "component")
+        elif len(argv) == 2 and argv[0] == "packages":
+            print("\n".join(str(d) for d in packages(argv[1])))
+        elif len(argv) >= 2 and argv[0] == "requirements":
+            files = dict.fromkeys(f for n in argv[1:] for f in requirement_files(n))
+            print("\n".join(str(f) for f in files))
+        elif len(argv) == 2 and argv[0] == "needs-torch":
+            return 0 if needs_torch(argv[1]) else 1
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

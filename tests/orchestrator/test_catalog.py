@@ -1,0 +1,75 @@
+"""The model catalog: each model's runner package, component, image, environment and settings."""
+
+from pathlib import Path
+
+import pytest
+
+from duplexeval import catalog, paths, plan
+from duplexeval.runtime_docker_stage import DockerRuntime
+from duplexeval.runtime_local import LocalRuntime
+from duplexeval_common.errors import DuplexEvalError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(catalog.MODELS))
+def test_every_model_names_a_runner_package_with_a_dockerfile_that_registers_its_runner(name):
+    m = catalog.MODELS[name]
+    d = REPO / "components" / "runners" / m.package
+    assert paths.component_dir(m.component) == d
+    assert (d / "Dockerfile").is_file() and (d / "requirements.txt").is_file()
+    registration = next(d.glob("duplexeval_runner_*/registration.py")).read_text()
+    assert f'"name": "{m.runner}"' in registration
+    assert DockerRuntime().image(m.component).startswith(f"duplexeval/runner-{m.package}:")
+
+
+def test_runner_image_swap_applies_to_whichever_runner_package_the_model_uses():
+    rt = DockerRuntime({"duplex-runner": "mine/runner:1"})
+    assert rt.image("runner-freeze-omni") == "mine/runner:1"
+    assert rt.image("asr-aligner").startswith("duplexeval/asr-aligner:")
+
+
+def test_moshi_runs_from_its_own_environment_and_the_others_from_the_shared_one():
+    assert paths.own_environment("runner-moshi") == REPO / ".venvs" / "runner-moshi"
+    assert paths.own_environment("runner-freeze-omni") is None
+    rt = LocalRuntime()
+    if (REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner").is_file():
+        assert rt.command("runner-moshi") == str(REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner")
+    # the cascade's source identity covers the controls package it builds on and the core
+    srcs = paths.component_sources("runner-cascade")
+    assert {p.name for p in srcs} == {"cascade", "controls", "duplex-runner"}
+
+
+def test_a_missing_own_environment_is_a_one_line_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "VENVS", tmp_path)
+    with pytest.raises(DuplexEvalError, match=r"own environment .* is missing: run `make setup`"):
+        LocalRuntime().command("runner-moshi")
+
+
+def test_environment_settings_fill_runner_args_only_where_not_given(tmp_path):
+    env = {"MODEL_URL": "https://h:1", "MODEL_INSECURE": "1", "MODEL_DIR": "/w", "REPLAY_TREE": str(tmp_path)}
+    fo = catalog.endpoint_args(catalog.model("freeze-omni"), {}, env)
+    assert fo == {"url": "https://h:1", "insecure": True}
+    assert catalog.endpoint_args(catalog.model("freeze-omni"), {"url": "https://x:2"}, env)["url"] == "https://x:2"
+    assert catalog.endpoint_args(catalog.model("moshi"), {}, env) == {"model_dir": "/w"}
+    assert catalog.endpoint_args(catalog.model("cascade"), {}, env) == {}
+
+
+def test_the_replay_tree_content_is_part_of_the_runner_key(tmp_path):
+    """Outputs replayed from a tree are content: changing one changes the runner stage's config."""
+    tree = tmp_path / "tree"
+    (tree / "x_turn_taking" / "1").mkdir(parents=True)
+    out = tree / "x_turn_taking" / "1" / "output.wav"
+    out.write_bytes(b"one")
+
+    def runner_config():
+        specs = plan.fdb_pipeline("replay", "fdb-mini", "faster-whisper", "none", 1,
+                                  environ={"REPLAY_TREE": str(tree)})
+        (spec,) = [s for s in specs if s.name == "runner"]
+        assert spec.component == "runner-replay" and str(tree) in spec.host_paths()
+        return spec.config
+
+    a = runner_config()
+    assert a["runner_args"]["tree"] == str(tree) and set(a["content"]) == {"tree"}
+    out.write_bytes(b"two")
+    assert runner_config()["content"] != a["content"]
