@@ -16,8 +16,8 @@ CPUS ?=
 # the model's endpoint or weights, read from the environment by the catalog (docs/runners.md):
 #   MODEL_URL (server or API endpoint), MODEL_INSECURE=1 / MODEL_CA=<pem> (TLS of a self-signed server),
 #   MODEL_DIR (local weights, e.g. a kyutai/moshiko-pytorch-bf16 snapshot), REPLAY_TREE (MODEL=replay);
-#   keys (OPENAI_API_KEY, GEMINI_API_KEY) only from the environment. Runner settings: RUNNER_ARGS="k=v k=v"
-#   (e.g. "concurrency=4" for N samples at once against a server).
+#   keys (OPENAI_API_KEY, GEMINI_API_KEY) only from the environment. Runner settings: RUNNER_ARGS="k=v k=v",
+#   split as a shell would (e.g. RUNNER_ARGS='concurrency=4 system_prompt="You are brief."').
 RUNNER_ARGS ?=
 # the judge's model and OpenAI-compatible endpoint (key: $$OPENAI_API_KEY in the environment)
 JUDGE_MODEL ?=
@@ -43,7 +43,7 @@ setup:
 
 eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
-	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) $(foreach a,$(RUNNER_ARGS),--runner-arg "$(a)") \
+	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) $(if $(RUNNER_ARGS),--runner-args "$$RUNNER_ARGS") \
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \

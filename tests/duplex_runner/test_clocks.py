@@ -10,6 +10,7 @@ receiver failing before or after the input's end, and the open timeout.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import re
 import time
 
@@ -42,7 +43,7 @@ class LocalConnection(Connection):
 
     async def send(self, frame, k):
         self.sends.append((k, self.session.now(), len(frame)))
-        if k == self.r.slow_frame:
+        if k == self.r.slow_frame and self.session.info.id in (self.r.slow_ids or {self.session.info.id}):
             await asyncio.sleep(0.04)           # one send that takes 40 ms
         await self.queue.put(frame.copy())
 
@@ -65,6 +66,7 @@ class Local(StreamRunner):
                  open_timeout_s=10.0):
         self.frame_ms, self.grace_s, self.open_timeout_s = frame_ms, grace_s, open_timeout_s
         self.silent_open, self.slow_frame, self.fail_at = silent_open, slow_frame, dict(fail_at or {})
+        self.slow_ids: set | None = None  # samples whose slow_frame is slow (None: every sample)
         self.conns: list[LocalConnection] = []
 
     def connect(self, session):
@@ -217,3 +219,26 @@ def test_in_the_stage_a_step_runner_returning_nan_fails_its_sample_in_one_line(s
     assert samples[f"{SUBSET}/1"]["status"] == "failed"
     assert samples[f"{SUBSET}/1"]["reason"] == "runner 'broken' returned non-finite audio at step 2"
     assert not (out / "samples" / SUBSET / "1").exists()
+
+
+def test_the_next_run_makes_a_drifted_sample_again_and_no_other(stage_with, tmp_path):
+    """A drift-ineligible sample is written and sealed with `retry`: a second run of the stage redoes it
+    (now on time) and reuses the other; the store does not call the stage complete meanwhile."""
+    from duplexeval.store import Store
+    runner = Local(frame_ms=10.0, slow_frame=5)
+    runner.slow_ids = {"1"}
+    out, samples = stage_with(runner, ids=("1", "2"))
+    assert samples[f"{SUBSET}/1"]["retry"].startswith("ineligible: send drift")
+    assert "retry" not in samples[f"{SUBSET}/2"]
+    store = Store(tmp_path / "home")
+    d = store.stage_dir("k")
+    d.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(out, d)
+    assert store.complete("k") is None                              # a sample asks to be made again
+    runner.slow_frame = None                                         # the machine is quiet now
+    stage: Stage = stage_mod.make_stage({"runner": "local"})
+    stage.run([tmp_path / "data"], out, {"runner": "local"}, allow_failures=True)
+    again = read_json(out / "stage.json")["samples"]
+    assert again[f"{SUBSET}/1"].get("cached") is not True and "retry" not in again[f"{SUBSET}/1"]
+    assert again[f"{SUBSET}/2"]["cached"] is True
+    assert read_json(out / "samples" / SUBSET / "1" / "runner.json")["status"] == "ok"

@@ -332,7 +332,7 @@ def test_basic_auth_from_the_url_and_the_password_stays_out_of_the_records(tmp_p
         text = (d / name).read_text()
         assert password not in text and "alice" not in text
     assert read_json(d / "runner.json")["settings"]["url"] == srv.url
-    assert read_json(d / "runner.json")["settings"]["auth"] == "basic"
+    assert read_json(d / "runner.json")["settings"]["auth_scheme"] == "basic"
     assert password not in (out / "stage.json").read_text()
 
     monkeypatch.setenv("MODEL_URL", f"https://alice:wrong-{password}@127.0.0.1:{srv.port}")

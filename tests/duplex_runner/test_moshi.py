@@ -111,7 +111,7 @@ def test_tiny_model_through_the_stage_is_deterministic_and_keeps_lengths(tmp_pat
         assert rec["stats"]["steps"] == n_frames
         events = read_jsonl(d / "events.jsonl")
         text = [e for e in events if e["type"] == "text"]
-        assert text and all(isinstance(e["token"], int) and e["token"] not in (0, 3) for e in text)
+        assert text and all(isinstance(e["token_id"], int) and e["token_id"] not in (0, 3) for e in text)
         assert rec["stats"]["text_tokens"] == len(text)
         assert all("wall" not in e for e in events)
     # run_inference.py's first frame (stepped twice): audio from frame 0 on. server.py's (the

@@ -340,7 +340,7 @@ def test_credentials_in_the_url_reach_the_server_and_no_file(doubles, tmp_path):
             text = f.read_text()
             assert SECRET_PW not in text and SECRET_TOKEN not in text, f
     rec = read_json(sample_dir(out, ("x_turn_taking", "1")) / "runner.json")
-    assert rec["settings"]["auth"] == "basic" and "redacted" in rec["settings"]["url"]
+    assert rec["settings"]["auth_scheme"] == "basic" and "redacted" in rec["settings"]["url"]
 
 
 # --- settings, without a server ---

@@ -73,3 +73,23 @@ def test_the_replay_tree_content_is_part_of_the_runner_key(tmp_path):
     assert a["runner_args"]["tree"] == str(tree) and set(a["content"]) == {"tree"}
     out.write_bytes(b"two")
     assert runner_config()["content"] != a["content"]
+
+
+def test_concurrency_is_left_out_of_the_runner_key_and_drift_limit_is_not():
+    base = {"runner": "freeze-omni", "runner_args": {"url": "https://h:1"}, "seed": 0}
+    with_n = {**base, "runner_args": {"url": "https://h:1", "concurrency": 3}}
+    assert plan.key_config(with_n) == base and with_n["runner_args"]["concurrency"] == 3  # not mutated
+    lim = {**base, "runner_args": {"url": "https://h:1", "drift_limit_ms": 50}}
+    assert plan.key_config(lim) != base
+
+
+def test_runner_args_in_one_string_split_as_a_shell_would(tmp_path):
+    import subprocess
+    from ..conftest import command
+    r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--model", "silence",
+                        "--runner-args", 'concurrency=2 phrase="a b"'], capture_output=True, text=True)
+    # silence takes no arguments: the error names both, so both reached the runner intact
+    assert r.returncode == 2 and "phrase" in r.stderr, r.stderr
+    r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--model", "silence",
+                        "--runner-args", 'x="unclosed'], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("error: --runner-args"), r.stderr

@@ -81,6 +81,9 @@ class SampleContext:
     config: dict
     work: Path
     written: list[str] = field(default_factory=list)
+    # Why this sample, though written, should be made again by the next run (e.g. a realtime
+    # session whose pacing drifted): its seal says so, so a rerun redoes it and no other.
+    retry: str | None = None
 
     @property
     def id(self) -> str:
@@ -246,10 +249,11 @@ class Stage:
         try:
             ctx = SampleContext(sample, inputs, config, work)
             self.process(ctx)
-            _seal(work, ctx.written)
+            _seal(work, ctx.written, ctx.retry)
             _rmtree(final)
             os.replace(work, final)
-            return {"status": "ok", "seconds": round(time.monotonic() - t, 3)}
+            return {"status": "ok", "seconds": round(time.monotonic() - t, 3),
+                    **({"retry": ctx.retry} if ctx.retry else {})}
         except SampleError as exc:
             reason = exc.problem
         except DuplexEvalError as exc:
@@ -292,9 +296,9 @@ def _is_record(name: str) -> bool:
     return name == STAGE_RECORD or (name.startswith("stage.") and name.endswith(".json"))
 
 
-def _seal(work: Path, written: list[str]) -> None:
+def _seal(work: Path, written: list[str], retry: str | None = None) -> None:
     files = {n: sha256_file(work / n) for n in sorted(set(written))}
-    atomic_write_json(work / DONE, {"files": files})
+    atomic_write_json(work / DONE, {"files": files, **({"retry": retry} if retry else {})})
 
 
 def _verified(final: Path) -> bool:
@@ -303,7 +307,10 @@ def _verified(final: Path) -> bool:
     if not seal.is_file():
         return False
     try:
-        files = read_json(seal)["files"]
+        done = read_json(seal)
+        if done.get("retry"):
+            return False  # written, but to be made again (SampleContext.retry)
+        files = done["files"]
         return all((final / n).is_file() and sha256_file(final / n) == h for n, h in files.items())
     except (ValueError, KeyError):
         return False

@@ -42,8 +42,9 @@ class RunnerFailed(DuplexEvalError):
 
 
 def frame_samples(runner: Any, sr: int) -> int:
-    n = runner.frame_ms * sr / 1000.0
-    if not (isinstance(runner.frame_ms, (int, float)) and runner.frame_ms > 0) or abs(n - round(n)) > 1e-6:
+    n = runner.frame_ms * sr / 1000.0 if isinstance(runner.frame_ms, (int, float)) else 0.0
+    if not (isinstance(runner.frame_ms, (int, float)) and runner.frame_ms > 0) or abs(n - round(n)) > 1e-6 \
+            or round(n) < 1:
         raise DuplexEvalError(f"runner {runner.name!r}: frame_ms {runner.frame_ms!r} is not a whole number "
                               f"of samples at {sr} Hz")
     return int(round(n))
@@ -182,7 +183,7 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
     def receiver_ended() -> bool:
         """The receive task is done: fail the sample, or (after the input) stop and keep the output."""
         exc = None if recv.cancelled() else recv.exception()
-        t = now()
+        t = state.get("recv_end", now())  # when the receiver stopped, not when that was noticed
         if isinstance(exc, DuplexEvalError):
             why = str(exc)
         elif exc is not None:
@@ -202,6 +203,7 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
         log.emit("clock_start", 0.0, clock=runner.clock, frame_ms=runner.frame_ms, grace_s=runner.grace_s,
                  frames=total)
         recv = asyncio.create_task(conn.receive())
+        recv.add_done_callback(lambda _t: state.setdefault("recv_end", now()))
         ended = False
         for k in range(total):
             due = state["t0"] + (k + 1) * frame_s
@@ -226,7 +228,13 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
                 log.emit("send", (k + 1) * frame_s, frame=k, drift_ms=drift,
                          **({"grace": True} if k >= n_speech else {}))
         if not ended:
-            await bounded(conn.finish(), "finishing the session")
+            try:
+                await bounded(conn.finish(), "finishing the session")
+            except SessionFailed as exc:
+                if not realtime:  # lockstep: finish() is where the input's output arrives
+                    raise
+                # realtime: the whole input (and the grace) was sent; keep what came
+                log.emit("error", now(), reason=f"{exc} (after the input ended; output kept)")
             state["finished"] = True
             if recv.done():
                 receiver_ended()

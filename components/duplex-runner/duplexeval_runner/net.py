@@ -254,3 +254,21 @@ def from_pcm16(data: bytes | bytearray | memoryview) -> np.ndarray:
     """int16 little-endian bytes to float32 (x / 32768); a trailing odd byte is dropped."""
     n = len(data) // 2 * 2
     return np.frombuffer(bytes(data[:n]), dtype="<i2").astype(np.float32) / 32768.0
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def refuse_clear_key(runner: str, scheme: str, host: str, key_env: str) -> None:
+    """An API key only crosses the network encrypted: a plain ws:// or http:// endpoint is refused
+    unless it is on this machine (a local gateway or test server)."""
+    if scheme in ("ws", "http") and not is_loopback(host):
+        raise fail(runner, f"url {scheme}://{host} is not encrypted and not on this machine: the key "
+                           f"({key_env}) would cross the network in clear; use wss:// or https://")

@@ -78,7 +78,8 @@ class Session:
         self.out_sr = int(out_sr)
         self.log = log
         self.stats = log.stats
-        self.buf = TimelineBuffer(self.out_sr, capacity=int(round(info.duration_s * self.out_sr)))
+        n = int(round(info.duration_s * self.out_sr))
+        self.buf = TimelineBuffer(self.out_sr, capacity=n, limit=n + self.out_sr)  # 1 s past the end kept
         self._now = now
 
     def now(self) -> float:

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.secrets import redact
 from duplexeval_common.stage import SampleContext, Stage
 
 from . import __version__, deps
 from .events import EventLog
-from .clocks import prepare_for_realtime
+from .clocks import frame_samples, prepare_for_realtime
 from .harness import render
 from .protocol import DRIFT_LIMIT_MS, kind_of
 from .registry import RUNNERS, requires
@@ -72,6 +73,8 @@ def build_runner(cfg: dict):
         raise DuplexEvalError(f"runner {cfg['runner']!r}: bad runner_args ({exc})") from None
     if kind_of(runner) == "stream":
         runner.drift_limit_ms = float(cfg["core"]["drift_limit_ms"])
+    if kind_of(runner) != "offline" and runner.in_sr:
+        frame_samples(runner, runner.in_sr)  # a frame of no whole sample is a setting error, now
     if cfg["core"]["concurrency"] > 1 and kind_of(runner) != "stream":
         raise DuplexEvalError(f"runner {cfg['runner']!r} runs in process: concurrency applies to network "
                               "runners only (leave it at 1)")
@@ -120,11 +123,14 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
     }
     if ineligible:
         record["ineligible"] = {"code": "drift", "reason": ineligible}
+        ctx.retry = f"ineligible: {ineligible}"  # kept and scored as ineligible; the next run tries again
     if getattr(runner, "profile", None):
         record["profile"] = runner.profile
     ctx.write_wav("output.wav", out, sr)
-    ctx.write_jsonl("events.jsonl", log.rows, "runner-event")
-    ctx.write_json("runner.json", record, "runner-record")
+    # Whatever a runner put in its settings or events, no credential is written: a URL's password or
+    # secret query parameter, a secret-named setting, a key of the environment (secrets.redact).
+    ctx.write_jsonl("events.jsonl", redact(log.rows), "runner-event")
+    ctx.write_json("runner.json", redact(record), "runner-record")
 
 
 def make_stage(config: dict) -> Stage:

@@ -19,10 +19,13 @@ import numpy as np
 class TimelineBuffer:
     """Model audio keyed by input-timeline sample index at rate `sr`."""
 
-    def __init__(self, sr: int, capacity: int = 0):
+    def __init__(self, sr: int, capacity: int = 0, limit: int | None = None):
+        """limit: samples past this index are counted (write_pos) but not stored: the output is cut
+        at the input's end, so a server streaming without end cannot grow memory without bound."""
         if sr <= 0:
             raise ValueError("sample rate must be positive")
         self.sr = int(sr)
+        self.limit = limit
         self._buf = np.zeros(max(int(capacity), 0), dtype=np.float32)
         self.write_pos = 0  # one past the last queued sample
         self.segments: list[tuple[int, int]] = []  # [start, end) of each chunk as it stands now
@@ -42,8 +45,10 @@ class TimelineBuffer:
         audio = np.asarray(audio, dtype=np.float32).reshape(-1)
         start = max(self.index(t), self.write_pos)
         end = start + len(audio)
-        self._grow(end)
-        self._buf[start:end] = audio
+        stop = end if self.limit is None else min(end, self.limit)
+        if stop > start:
+            self._grow(stop)
+            self._buf[start:stop] = audio[:stop - start]
         self.write_pos = max(self.write_pos, end)
         if len(audio):
             self.segments.append((start, end))
@@ -64,7 +69,7 @@ class TimelineBuffer:
             return 0
         discarded = sum(e - max(s, cut) for s, e in self.segments if e > cut)
         self.segments = [(s, min(e, cut)) for s, e in self.segments if s < cut]
-        self._buf[cut:self.write_pos] = 0.0
+        self._buf[cut:min(self.write_pos, len(self._buf))] = 0.0
         self.write_pos = cut
         return discarded
 

@@ -63,6 +63,9 @@ def main(ctx, home):
 @click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
 @click.option("--image", "images", multiple=True, help="COMPONENT=IMAGE: use this image (docker runtime).")
 @click.option("--runner-arg", "runner_args", multiple=True, help="NAME=VALUE passed to the runner.")
+@click.option("--runner-args", "runner_args_line", default=None,
+              help="Several NAME=VALUE in one string, split as a shell would: 'concurrency=4 "
+                   "system_prompt=\"You are brief.\"' (make's RUNNER_ARGS).")
 @click.option("--asr-arg", "asr_args", multiple=True, help="NAME=VALUE passed to the ASR backend.")
 @click.option("--judge-arg", "judge_args", multiple=True, help="NAME=VALUE passed to the judge.")
 @click.option("--stage-timeout", type=float, default=None,
@@ -88,8 +91,8 @@ def main(ctx, home):
               help="Times a cancelled, preempted or crashed shard is resubmitted.")
 @click.pass_obj
 @one_line_errors
-def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, asr_args,
-             judge_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
+def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, runner_args_line,
+             asr_args, judge_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
              slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
     """Run the whole pipeline and print the metrics.
 
@@ -97,6 +100,12 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
     samples and why are listed), 2 when a stage failed or a setting is wrong, 3 on a crash."""
     t0 = time.monotonic()
     limits = Limits.make(stage_timeout, memory_gb, cpus)
+    if runner_args_line:
+        import shlex
+        try:
+            runner_args = (*shlex.split(runner_args_line), *runner_args)
+        except ValueError as exc:
+            raise DuplexEvalError(f"--runner-args {runner_args_line!r}: {exc}") from None
     plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
                         _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
                         official_revision=official_revision)

@@ -29,7 +29,7 @@ from duplexeval_common.secrets import extract, redact, redact_url
 from duplexeval_common.stage import (EXIT_CRASH, EXIT_OK, EXIT_SAMPLES_FAILED, EXIT_STOPPED,
                                      numeric_environment)
 
-from .plan import Source, StageSpec, endpoints
+from .plan import Source, StageSpec, endpoints, key_config
 from .runtime import Call, Limits
 from .store import Store, content_digest, not_ok, stage_key
 
@@ -122,7 +122,7 @@ class Engine:
         for p in prepared:
             ins = self._inputs(p.spec, done)
             if ins is not None:
-                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), p.config, ins[0],
+                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), key_config(p.config), ins[0],
                                 numeric_environment())
                 rec = self.store.complete(key, ins[2])
                 if rec is not None:
@@ -169,7 +169,7 @@ class Engine:
         ins = self._inputs(spec, done)
         assert ins is not None, f"stage {spec.name} runs before its inputs"
         digests, dirs, upstream = ins
-        key = stage_key(spec.component, identity, p.config, digests, numeric_environment())
+        key = stage_key(spec.component, identity, key_config(p.config), digests, numeric_environment())
         t0 = time.monotonic()
         prov = self.runtime.provenance(spec.component)
 

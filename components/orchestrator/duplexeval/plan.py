@@ -47,6 +47,20 @@ class StageSpec:
                        and os.path.isabs(v) and os.path.exists(v)})
 
 
+# Settings that change how a stage runs, not what it computes: left out of its key (key_config), so
+# a rerun with another value reuses the stage and repairs only its failed samples. They still reach
+# the component in its config.
+OPERATIONAL = {"runner_args": ("concurrency",)}
+
+
+def key_config(config: dict) -> dict:
+    out = dict(config)
+    for group, names in OPERATIONAL.items():
+        if isinstance(out.get(group), dict):
+            out[group] = {k: v for k, v in out[group].items() if k not in names}
+    return out
+
+
 # Settings naming files whose content the output depends on, beyond the stage's inputs: their
 # sha256 goes into the runner's config (`content`), so changed files change the stage key.
 CONTENT_ARGS = ("tree",)

@@ -81,7 +81,8 @@ class Store:
     def complete(self, key: str, upstream_not_ok: set[str] | None = None) -> dict | None:
         """The stage record when the stage is complete for this run, else None.
 
-        Complete means: stage.json exists, no sample failed, and every sample it skipped is one
+        Complete means: stage.json exists, no sample failed or asks to be made again (`retry`: a
+        realtime sample whose pacing drifted), and every sample it skipped is one
         that an input stage did not complete (`upstream_not_ok`): a skip whose upstream reason
         has gone (a repair) makes the stage incomplete.
         """
@@ -89,7 +90,7 @@ class Store:
         if record is None:
             return None
         samples = record.get("samples", {})
-        if any(s.get("status") == "failed" for s in samples.values()):
+        if any(s.get("status") == "failed" or s.get("retry") for s in samples.values()):
             return None
         if not self._intact(key, record):
             return None

@@ -167,7 +167,7 @@ class FreezeOmniRunner(StreamRunner):
 
     def settings(self) -> dict:
         s = {k: v for k, v in self.args.items() if k != "url"}
-        s.update({"url": self.endpoint.url, "auth": "basic" if self.endpoint.authorization else None,
+        s.update({"url": self.endpoint.url, "auth_scheme": "basic" if self.endpoint.authorization else None,
                   "insecure": self.insecure, "ca_file": self.ca_file, "transport": "websocket",
                   "frame_samples": int(round(self.frame_ms * IN_SR / 1000)), "send_at": "frame end",
                   "open_timeout_s": self.open_timeout_s,

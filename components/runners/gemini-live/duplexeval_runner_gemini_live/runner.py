@@ -117,6 +117,7 @@ def base_url(url: str) -> tuple[str, bool]:
         raise _fail(f"url must carry no credentials, query or fragment: the key comes from "
                     f"{KEY_ENVS[0]} or {KEY_ENVS[1]}")
     tls = u.scheme in ("https", "wss")
+    net.refuse_clear_key(NAME, u.scheme, u.hostname, " or ".join(KEY_ENVS))
     return urlunsplit(("https" if tls else "http", u.netloc, u.path.rstrip("/"), "", "")), tls
 
 

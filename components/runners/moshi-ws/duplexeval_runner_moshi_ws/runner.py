@@ -259,7 +259,7 @@ class MoshiWSRunner(StreamRunner):
     def connect(self, session: Session) -> Connection:
         self.setup()
         args = self.prof.for_sample(self.args, self.given, session.info.subset)
-        return _Connection(self, session, query_params(args))
+        return _Connection(self, session, query_params(args), args)
 
     def deadline(self, duration_s: float) -> float:
         a = self.args
@@ -276,7 +276,7 @@ class MoshiWSRunner(StreamRunner):
         s.update({
             "url": self.endpoint.shown(),
             "query": secrets.redact(a["query"]),
-            "auth": "basic" if self.endpoint.authorization else None,
+            "auth_scheme": "basic" if self.endpoint.authorization else None,
             "insecure": self.insecure,
             "ca_file": self.ca_file,
             "settings_url": secrets.scrub(self.endpoint.settings_url(), self.endpoint.secrets)
@@ -284,7 +284,7 @@ class MoshiWSRunner(StreamRunner):
             "frame_samples": FRAME,
             "placement": ("by frame count: skip_frames frames of zeros, then the decoded output back to back"
                           if self.clock == "lockstep" else "at arrival"),
-            "per_task_query": "the profile's by_task values for the sample's task (events: server_event connect)",
+            "per_task": "the profile's by_task values apply to the sample's task (events: server_event connect)",
             "opus": {"codec": "Ogg-Opus, sphn OpusStreamWriter/OpusStreamReader at 24 kHz",
                      "delay_samples_per_leg": self.opus_delay,
                      "round_trip_delay_s": None if self.opus_delay is None else round(2 * self.opus_delay / SR, 6),
@@ -320,10 +320,11 @@ def _tls_hint(exc: BaseException) -> str:
 class _Connection(Connection):
     """One WebSocket, one sample."""
 
-    def __init__(self, runner: MoshiWSRunner, session: Session, params: list[tuple[str, str]]):
+    def __init__(self, runner: MoshiWSRunner, session: Session, params: list[tuple[str, str]],
+                 args: dict[str, Any]):
         self.r = runner
         self.s = session
-        self.a = runner.args
+        self.a = args  # the runner's settings with the profile's values for this sample's task
         self.params = params
         self.lockstep = runner.clock == "lockstep"
         self.skip = int(self.a["skip_frames"]) if self.lockstep else 0
@@ -553,7 +554,7 @@ class _Connection(Connection):
         if not self.lockstep:
             await asyncio.sleep(self.a["tail_s"])
             return
-        want = max(self.sent - self.skip, 0)
+        want = max(min(self.sent, self._frames()) - self.skip, 0)  # grace frames owe no output
         try:
             complete = await self._wait_for_output(want, "after the last frame")
         except SessionFailed as exc:

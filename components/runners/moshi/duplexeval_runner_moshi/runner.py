@@ -325,9 +325,9 @@ class MoshiRunner(StepRunner):
             t = k * FRAME / SR  # where output frame k is placed
             if self.tokenizer is not None:
                 piece = self.tokenizer.id_to_piece(text).replace("\u2581", " ")
-                session.event("text", t, text=piece, token=text, frame=k)
+                session.event("text", t, text=piece, token_id=text, frame=k)
             else:
-                session.event("text", t, token=text, frame=k)
+                session.event("text", t, token_id=text, frame=k)
             session.stats["text_tokens"] += 1
         return pcm[0, 0].float().cpu().numpy()
 

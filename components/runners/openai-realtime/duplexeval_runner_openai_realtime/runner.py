@@ -114,6 +114,7 @@ def ws_url(url: str) -> str:
         raise _fail(f"url must look like wss://host[:port]/v1 (got scheme {u.scheme!r})")
     if u.has_userinfo:
         raise _fail(f"url must not carry credentials: the key is read from the environment variable {KEY_ENV}")
+    net.refuse_clear_key(NAME, scheme, u.hostname, KEY_ENV)
     return urlunsplit((scheme, u.raw_netloc, u.path, u.query, ""))
 
 
