@@ -53,6 +53,9 @@ def test_environment_settings_fill_runner_args_only_where_not_given(tmp_path):
     assert catalog.endpoint_args(catalog.model("freeze-omni"), {"url": "https://x:2"}, env)["url"] == "https://x:2"
     assert catalog.endpoint_args(catalog.model("moshi"), {}, env) == {"model_dir": "/w"}
     assert catalog.endpoint_args(catalog.model("cascade"), {}, env) == {}
+    rel = catalog.endpoint_args(catalog.model("moshi"), {}, {"MODEL_DIR": "~/w"})["model_dir"]
+    assert rel == str(Path("~/w").expanduser())                        # made absolute for the stage
+    assert catalog.endpoint_args(catalog.model("moshi"), {}, {"MODEL_DIR": "tiny:0"}) == {"model_dir": "tiny:0"}
 
 
 def test_the_replay_tree_content_is_part_of_the_runner_key(tmp_path):

@@ -10,6 +10,7 @@ the samples.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from duplexeval_common.errors import DuplexEvalError
@@ -23,6 +24,7 @@ ENDPOINT_ENV = {"url": "MODEL_URL", "insecure": "MODEL_INSECURE", "ca_file": "MO
 # A local model's weights: a folder (a Hugging Face snapshot) named by MODEL_DIR.
 WEIGHTS_ENV = {"model_dir": "MODEL_DIR"}
 FLAGS = ("insecure",)  # settings given as 1/true/yes in the environment
+PATHS = ("ca_file", "model_dir", "tree")  # settings naming a file or folder here: made absolute
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,11 @@ def endpoint_args(m: Model, given: dict, environ: dict) -> dict:
     for arg, var in m.env_args.items():
         if arg not in args and environ.get(var):
             value = environ[var]
-            args[arg] = value.strip().lower() in ("1", "true", "yes", "on") if arg in FLAGS else value
+            if arg in FLAGS:
+                value = value.strip().lower() in ("1", "true", "yes", "on")
+            elif arg in PATHS and "://" not in value and not value.startswith("tiny:"):
+                value = os.path.abspath(os.path.expanduser(value))  # the stage runs elsewhere (docker)
+            args[arg] = value
     return args
 
 
