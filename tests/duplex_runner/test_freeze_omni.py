@@ -144,10 +144,15 @@ def test_concurrent_sessions_against_one_server(tmp_path, server, cert):
     assert len({s["sid"] for s in sessions}) == 3 and all(s["errors"] == [] for s in sessions)
     spans = [(s["arrivals"][0], s["arrivals"][-1]) for s in sessions]
     assert max(a for a, _ in spans) < min(b for _, b in spans)          # they ran at the same time
+    # Each session's reply is due 0.2 s after the previous one's: three sessions on one shared loop of
+    # a loaded 2-core machine may add scheduling delay to the single-session SLACK, so each reply must
+    # land nearest its own due time and within half the spacing (0.1 s), never at another's.
+    due = {sid: last_loud(user) + 0.5 for sid, user in samples.items()}
     for sid, user in samples.items():
         d = out / "samples" / SUBSET / sid
         audio = servers.output(d, len(user), SR)
-        assert abs(first_audible(audio, LEVEL) / SR - (last_loud(user) + 0.5)) <= SLACK, sid
+        first = first_audible(audio, LEVEL) / SR
+        assert min(due, key=lambda k: abs(first - due[k])) == sid and abs(first - due[sid]) < 0.1, (sid, first)
         rec = read_json(d / "runner.json")
         assert rec["stats"]["recv_chunks"] == 4 and rec["stats"]["drift_p99_ms"] < 20.0
 
