@@ -37,7 +37,7 @@ SLURM_SBATCH_ARGS ?=
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
 IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--image $(word 2,$(subst =, ,$(p)))=$($(word 1,$(subst =, ,$(p))))))
 
-.PHONY: setup eval eval-images test score runs show clean-store
+.PHONY: setup eval eval-images test score runs show report archive verify rescore compare leaderboard clean-store
 setup:
 	@scripts/setup-venv.sh
 
@@ -74,6 +74,29 @@ runs: setup
 
 show: setup
 	@$(BIN)/duplexeval show $(or $(RUN),latest)
+
+# Reports and archives (docs/reports.md, docs/archives.md). RUN defaults to the latest run.
+report: setup
+	@$(BIN)/duplexeval report $(or $(RUN),latest)
+
+archive: setup
+	@$(BIN)/duplexeval archive $(or $(RUN),latest) $(if $(FILE),-o "$(FILE)")
+
+verify: setup
+	@test -n "$(FILE)" || { echo "error: make verify needs FILE=<archive>" >&2; exit 2; }
+	@$(BIN)/duplexeval verify "$(FILE)"
+
+rescore: setup
+	@test -n "$(FILE)" || { echo "error: make rescore needs FILE=<archive> (RUNTIME=docker, AGGREGATOR_IMAGE=...)" >&2; exit 2; }
+	@$(BIN)/duplexeval rescore "$(FILE)" --runtime $(RUNTIME) $(if $(AGGREGATOR_IMAGE),--aggregator-image "$(AGGREGATOR_IMAGE)") $(if $(OUT),-o "$(OUT)")
+
+compare: setup
+	@test -n "$(A)" -a -n "$(B)" || { echo "error: make compare needs A=<run or archive> B=<run or archive>" >&2; exit 2; }
+	@$(BIN)/duplexeval compare "$(A)" "$(B)"
+
+leaderboard: setup
+	@test -n "$(FILES)" || { echo "error: make leaderboard needs FILES=\"<archive> <archive> ...\"" >&2; exit 2; }
+	@$(BIN)/duplexeval leaderboard $(FILES) $(if $(OUT),-o "$(OUT)")
 
 clean-store:
 	rm -rf store runs

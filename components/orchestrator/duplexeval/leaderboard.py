@@ -1,0 +1,198 @@
+"""`duplexeval leaderboard FILE...`: archived runs' headline metrics side by side.
+
+From archive files only (made by `duplexeval archive`), so every number on the board can be
+checked against the file it links to. Each archive is verified first (archive.verify); one that
+does not verify, cannot be read, or holds no scored aggregate stage is listed as rejected with its
+first problem and not scored. For each accepted archive: model, dataset, runtime, samples, and per
+subset the official headline metrics and the unified headline metrics with their 95% intervals
+(the headline metrics are sensitivity.HEADLINE's). Rows are sorted by dataset, model, runtime, run
+id and archive name, so the same archives give the same board in any order; the board does not
+rank systems (the headline metrics point in different directions and their intervals overlap on
+small runs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.jsonio import atomic_write_text, read_json
+from duplexeval_common.samples import known_task
+
+from .compare_runs import ARCHIVE_SUFFIXES
+from .sensitivity import HEADLINE
+
+
+def headline(task: str | None) -> tuple[list[str], list[str]]:
+    """(official metrics, unified metrics) a reader looks at first for a task."""
+    rows = HEADLINE.get(task or "", [])
+    return [m for c, m, _ in rows if c == "official"], [m for c, m, _ in rows if c == "unified"]
+
+
+def _link(path: Path, out: Path) -> str:
+    """The archive's path relative to the page's folder (forward slashes)."""
+    rel = os.path.relpath(Path(path).resolve(), Path(out).resolve().parent)
+    return Path(rel).as_posix()
+
+
+def _subsets(metrics: dict) -> dict:
+    out = {}
+    subsets = metrics.get("subsets")
+    if not isinstance(subsets, dict):
+        raise DuplexEvalError("metrics.json has no subsets")
+    for name in sorted(subsets):
+        m = subsets[name]
+        if not isinstance(m, dict):
+            raise DuplexEvalError(f"metrics.json: subset {name} is not an object")
+        task = known_task(name)
+        off_keys, uni_keys = headline(task)
+        official, unified = m.get("official") or {}, m.get("unified") or {}
+        counts = m.get("counts") or {}
+        out[name] = {
+            "task": task, "n": m.get("n"), "eligible": counts.get("eligible"),
+            "official": {k: official.get(k) for k in off_keys},
+            "unified": {k: {"value": (unified.get(k) or {}).get("value"),
+                            "interval": (unified.get(k) or {}).get("interval"),
+                            "status": (unified.get(k) or {}).get("status")} for k in uni_keys},
+        }
+    return out
+
+
+def _num(x) -> int:
+    return x if isinstance(x, int) and not isinstance(x, bool) else 0
+
+
+def read_entry(path: Path, out: Path) -> dict:
+    """One accepted archive's row; a DuplexEvalError (its first problem) when it is rejected."""
+    from . import archive as arc
+    if not path.name.endswith(ARCHIVE_SUFFIXES):
+        raise DuplexEvalError("not an archive (.tar.gz or .tar.zst)")
+    if not path.is_file():
+        raise DuplexEvalError("no such file")
+    problems = arc.verify(path)
+    if problems:
+        raise DuplexEvalError(problems[0])
+    with arc.extracted(path) as root:
+        try:
+            run = read_json(Path(root) / "run.json")
+        except (OSError, ValueError) as exc:
+            raise DuplexEvalError(f"run.json not readable ({exc})") from None
+        if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
+            raise DuplexEvalError("run.json is not a run record")
+        stage = next((s for s in run.get("stages") or [] if isinstance(s, dict) and s.get("name") == "aggregate"),
+                     None)
+        if stage is None or stage.get("status") == "failed":
+            raise DuplexEvalError("the run has no completed aggregate stage (nothing scored)")
+        scored = Path(arc.stage_dir(Path(root), run, "aggregate"))
+        try:
+            metrics = read_json(scored / "metrics.json")
+        except (OSError, ValueError) as exc:
+            raise DuplexEvalError(f"metrics.json of the aggregate stage not readable ({exc})") from None
+    if not isinstance(metrics, dict):
+        raise DuplexEvalError("metrics.json is not an object")
+    subsets = _subsets(metrics)
+    revision = metrics.get("official_revision")
+    return {
+        "archive": _link(path, out), "archive_name": path.name, "path": str(path), "run_id": run["run_id"],
+        "model": run.get("model"), "dataset": run.get("dataset"), "runtime": run.get("runtime"),
+        "status": run.get("status"), "limit": run.get("limit"), "asr": run.get("asr"), "judge": run.get("judge"),
+        "definitions": metrics.get("definitions"),
+        "official_revision": revision.get("name") if isinstance(revision, dict) else None,
+        "samples": sum(_num(s["n"]) for s in subsets.values()),
+        "eligible": sum(_num(s["eligible"]) for s in subsets.values()),
+        "subsets": subsets,
+    }
+
+
+def _key(row: dict) -> tuple:
+    return tuple(str(row.get(k) or "") for k in ("dataset", "model", "runtime", "run_id", "archive_name",
+                                                  "archive"))
+
+
+def build(files: list[Path], out: Path) -> dict:
+    """{"rows": accepted archives (sorted), "rejected": [{"archive", "archive_name", "path", "problem"}]}.
+
+    "archive" is the file's path relative to the page `out` (the page's links), "path" as given
+    (the console's)."""
+    from .archive import ArchiveError
+    rows, rejected = [], []
+    for f in files:
+        f = Path(f)
+        try:
+            rows.append(read_entry(f, out))
+        except (ArchiveError, DuplexEvalError) as exc:
+            problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            rejected.append({"archive": _link(f, out), "archive_name": f.name, "path": str(f), "problem": problem})
+    rows.sort(key=_key)
+    rejected.sort(key=lambda r: (r["archive_name"], r["archive"], r["problem"]))
+    return {"rows": rows, "rejected": rejected}
+
+
+def subsets_of(board: dict) -> list[str]:
+    return sorted({name for row in board["rows"] for name in row["subsets"]})
+
+
+def _f(x) -> str:
+    return "-" if x is None else f"{float(x):.4f}"
+
+
+def _iv(iv) -> str:
+    if iv is None:
+        return "-"
+    return "[" + ", ".join("inf" if x is None else f"{float(x):.4f}" for x in iv) + "]"
+
+
+def subset_table(board: dict, subset: str) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows (strings) of one subset's part of the board."""
+    rows = [r for r in board["rows"] if subset in r["subsets"]]
+    task = rows[0]["subsets"][subset]["task"] if rows else None
+    off_keys, uni_keys = headline(task)
+    headers = ["model", "dataset", "runtime", "samples"] + [f"{k} (official)" for k in off_keys]
+    for k in uni_keys:
+        headers += [k, "95% interval"]
+    headers.append("archive")
+    body = []
+    for r in rows:
+        s = r["subsets"][subset]
+        line = [str(r["model"]), str(r["dataset"]), str(r["runtime"]),
+                f"{'-' if s['eligible'] is None else s['eligible']}/{'-' if s['n'] is None else s['n']}"]
+        line += [_f(s["official"].get(k)) for k in off_keys]
+        for k in uni_keys:
+            u = s["unified"][k]
+            line += [_f(u["value"]) if u["value"] is not None or u["status"] in (None, "ok")
+                     else str(u["status"]).replace("_", " "), _iv(u["interval"])]
+        line.append(r["path"])
+        body.append(line)
+    return headers, body
+
+
+def _text_table(headers: list[str], rows: list[list[str]], left: int) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def fmt(cells):
+        return "  ".join(c.ljust(w) if i < left or i == len(cells) - 1 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [fmt(headers)] + [fmt(r) for r in rows]
+
+
+def render_text(board: dict) -> str:
+    rows, rejected = board["rows"], board["rejected"]
+    lines = [f"leaderboard: {len(rows)} archive(s) scored, {len(rejected)} rejected"]
+    for subset in subsets_of(board):
+        task = next(r["subsets"][subset]["task"] for r in rows if subset in r["subsets"])
+        lines.append(f"\n== {subset} ({task}); samples eligible/selected")
+        lines += ["   " + x for x in _text_table(*subset_table(board, subset), left=3)]
+    if rejected:
+        lines.append("\nrejected (not scored):")
+        lines += [f"   {r['path']}: {r['problem']}" for r in rejected]
+    return "\n".join(lines) + "\n"
+
+
+def write(board: dict, out: Path) -> Path:
+    from .html import leaderboard_page
+    out = Path(out)
+    if out.is_dir():
+        raise DuplexEvalError(f"{out}: is a folder (give the HTML file's name)")
+    atomic_write_text(out, leaderboard_page.render(board))
+    return out

@@ -1,0 +1,235 @@
+"""Rescore an archive: run its aggregate stage again from the archived input stages.
+
+The archive is verified and extracted (archive.py); the archived aggregate folder is set aside; the
+aggregate stage (component aggregator, the archived config) runs through the engine and the chosen
+runtime, exactly as `eval` runs it (local: the installed aggregator; docker: its image with the
+network off), reading the archived dataset, runner, asr and judge stages: the judge is never
+called, its judgements are archived outputs. The VAD cache entries in the archive are the stage's
+cache, so a rescore of the same audio is warm. The new outputs are compared byte for byte with the
+archived metrics.json, unified.json, unified-samples.jsonl and report.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import secrets as _random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from duplexeval_common.cache import private_dir
+from duplexeval_common.jsonio import atomic_write_json, read_json
+from duplexeval_common.samples import STAGE_RECORD
+
+from .archive import COMPARED, ArchiveError, verified
+from .engine import Engine
+from .plan import StageSpec
+from .runtime import Limits
+from .store import Store, content_digest
+
+MAX_LINES = 40  # changed values shown per file
+
+
+@dataclass
+class Result:
+    run_id: str
+    out: Path
+    archived_key: str
+    new_key: str
+    identity: str
+    identical: list[str] = field(default_factory=list)
+    changes: dict[str, list[str]] = field(default_factory=dict)   # file -> lines
+
+    @property
+    def same(self) -> bool:
+        return not self.changes
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.identical:
+            out.append("identical: " + " ".join(self.identical))
+        for name, lines in self.changes.items():
+            out.append(f"differs: {name}")
+            out += [f"  {line}" for line in lines]
+        return out
+
+    def record(self) -> dict:
+        return {"run_id": self.run_id, "archived_key": self.archived_key, "new_key": self.new_key,
+                "identity": self.identity, "identical": self.identical, "changes": self.changes}
+
+
+def _fmt(v) -> str:
+    return json.dumps(v, sort_keys=True, ensure_ascii=False)
+
+
+def json_changes(old, new, path: str = "$") -> list[str]:
+    """`path: old -> new` for every value that differs (dict keys sorted, list items by index)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            p = f"{path}.{k}"
+            if k not in old:
+                out.append(f"{p}: (absent) -> {_fmt(new[k])}")
+            elif k not in new:
+                out.append(f"{p}: {_fmt(old[k])} -> (absent)")
+            else:
+                out += json_changes(old[k], new[k], p)
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = []
+        for i in range(max(len(old), len(new))):
+            p = f"{path}[{i}]"
+            if i >= len(old):
+                out.append(f"{p}: (absent) -> {_fmt(new[i])}")
+            elif i >= len(new):
+                out.append(f"{p}: {_fmt(old[i])} -> (absent)")
+            else:
+                out += json_changes(old[i], new[i], p)
+        return out
+    if type(old) is not type(new) or old != new:
+        return [f"{path}: {_fmt(old)} -> {_fmt(new)}"]
+    return []
+
+
+def _rows(data: bytes) -> dict:
+    rows = {}
+    for i, line in enumerate(data.decode("utf-8").splitlines()):
+        if line.strip():
+            row = json.loads(line)
+            key = row.get("sample_id") if isinstance(row, dict) and row.get("sample_id") else f"line {i + 1}"
+            rows[key] = row
+    return rows
+
+
+def file_changes(name: str, old: bytes | None, new: bytes | None) -> list[str]:
+    """What differs between two versions of one compared file ([] when the bytes are equal)."""
+    if old == new:
+        return []
+    if old is None:
+        return ["absent from the archive"]
+    if new is None:
+        return ["not written by the new aggregate stage"]
+    lines: list[str] = []
+    try:
+        if name.endswith(".json"):
+            lines = json_changes(json.loads(old), json.loads(new))
+        elif name.endswith(".jsonl"):
+            a, b = _rows(old), _rows(new)
+            for k in sorted(set(a) | set(b)):
+                if k not in a:
+                    lines.append(f"{k}: (absent) -> row")
+                elif k not in b:
+                    lines.append(f"{k}: row -> (absent)")
+                else:
+                    lines += json_changes(a[k], b[k], k)
+    except ValueError:
+        lines = []
+    if not lines:  # text, or JSON equal in value but not in bytes
+        lines = [d.rstrip("\n") for d in difflib.unified_diff(
+            old.decode("utf-8", "replace").splitlines(), new.decode("utf-8", "replace").splitlines(),
+            "archived", "rescored", n=0, lineterm="")][2:] or ["the bytes differ (same values)"]
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES] + [f"... and {len(lines) - MAX_LINES} more"]
+    return lines
+
+
+def _runtime(name: str, image: str | None):
+    from duplexeval_common.errors import DuplexEvalError
+    if name == "local":
+        if image:
+            raise DuplexEvalError("--aggregator-image applies to the docker runtime: add --runtime docker")
+        from .runtime_local import LocalRuntime
+        return LocalRuntime()
+    from .runtime_docker_stage import DockerRuntime
+    return DockerRuntime({"aggregator": image} if image else {})
+
+
+def _out_dir(store: Store, run_id: str, out: Path | None) -> Path:
+    if out is None:
+        store.runs.mkdir(parents=True, exist_ok=True)
+        while True:
+            out = store.runs / f"rescore-{run_id}-{_random.token_hex(3)}"
+            if not out.exists():
+                return out
+    out = Path(out).resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ArchiveError(f"{out}: exists and is not an empty folder (rescore writes a fresh one)")
+    return out
+
+
+def rescore(path: Path, store: Store, runtime: str = "local", image: str | None = None,
+            out: Path | None = None, max_bytes: int | None = None) -> Result:
+    """Verify, extract, run the aggregate stage again, compare; the new outputs land in `out`."""
+    path = Path(path)
+    rt = _runtime(runtime, image)
+    with verified(path, max_bytes) as (root, diffs):
+        if diffs:
+            raise ArchiveError(f"{path.name} does not verify ({len(diffs)} difference(s), first: {diffs[0]}); "
+                               "see `duplexeval verify`")
+        run = read_json(root / "run.json")
+        run_id = run["run_id"]
+        target = _out_dir(store, run_id, out)
+        stages = {s["name"]: s for s in run.get("stages", [])}
+        agg = stages.get("aggregate")
+        if agg is None or agg.get("component") != "aggregator":
+            raise ArchiveError(f"archive of run {run_id}: no aggregate stage to rescore")
+        scratch = Store(root)  # store/ of the extracted archive: the input stages are there
+        by_digest = {}
+        for name, s in stages.items():
+            rec = scratch.record(s["key"])
+            if rec is not None and name != "aggregate":
+                by_digest[content_digest(rec)] = name
+        inputs = []
+        for digest in agg.get("inputs", []):
+            if digest not in by_digest:
+                raise ArchiveError(f"archive of run {run_id}: the aggregate stage's input {digest[:24]}... "
+                                   "is not an archived stage")
+            inputs.append(by_digest[digest])
+        config = read_json(scratch.config_path(agg["key"]))
+        archived = root / "archived-aggregate"
+        os.replace(scratch.stage_dir(agg["key"]), archived)  # so the stage runs, never "cached"
+        given = {n: {**scratch.record(stages[n]["key"]), "key": stages[n]["key"]} for n in set(inputs)}
+        cache = private_dir(root / "cache")
+        engine = Engine(scratch, rt, Limits(), None, cache)
+        spec = StageSpec("aggregate", "aggregator", config, inputs, network=False)
+        result = engine.run([spec], given)[0]
+        if result.status == "failed":
+            raise ArchiveError(f"the rescored aggregate stage failed: {result.reason}")
+        new_dir = scratch.stage_dir(result.key)
+        res = Result(run_id, target, agg["key"], result.key, result.identity)
+        for name in COMPARED:
+            old = (archived / name).read_bytes() if (archived / name).is_file() else None
+            new = (new_dir / name).read_bytes() if (new_dir / name).is_file() else None
+            changes = file_changes(name, old, new)
+            if changes:
+                res.changes[name] = changes
+            else:
+                res.identical.append(name)
+        _save(new_dir, target, res)
+    return res
+
+
+def _save(new_dir: Path, target: Path, res: Result) -> None:
+    """The new stage folder's stage.json and outputs, and rescore.json, into `target` (a temp
+    sibling renamed into place)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{_random.token_hex(4)}.tmp"
+    try:
+        tmp.mkdir()
+        record = read_json(new_dir / STAGE_RECORD)
+        for rel in [STAGE_RECORD, *sorted(record.get("outputs", {}))]:
+            dst = tmp / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(new_dir / rel, dst)
+        atomic_write_json(tmp / "rescore.json", res.record())
+        if target.exists():
+            target.rmdir()  # checked empty above
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+__all__ = ["rescore", "Result", "json_changes", "file_changes"]
