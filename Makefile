@@ -80,7 +80,8 @@ report: setup
 	@$(BIN)/duplexeval report $(or $(RUN),latest)
 
 archive: setup
-	@$(BIN)/duplexeval archive $(or $(RUN),latest) $(if $(FILE),-o "$(FILE)")
+	@test -n "$(FILE)" || { echo "error: make archive needs FILE=<run.tar.zst or run.tar.gz> (RUN=<id>, default latest)" >&2; exit 2; }
+	@$(BIN)/duplexeval archive $(or $(RUN),latest) -o "$(FILE)"
 
 verify: setup
 	@test -n "$(FILE)" || { echo "error: make verify needs FILE=<archive>" >&2; exit 2; }
