@@ -10,7 +10,10 @@ set -euo pipefail
 require_engine
 
 force=0; [ "${1:-}" = "--force" ] && force=1
-if [ $force = 0 ] && docker image inspect "$LOCAL_BASE_IMAGE" >/dev/null 2>&1; then
+# The Debian packages in the image; recorded as a label, so an image made with another list is remade.
+packages="python3,python3-venv,espeak-ng,flite"
+have="$(docker image inspect -f '{{ index .Config.Labels "duplexeval.base.packages" }}' "$LOCAL_BASE_IMAGE" 2>/dev/null || true)"
+if [ $force = 0 ] && [ "$have" = "$packages" ]; then
   log "$LOCAL_BASE_IMAGE exists (use --force to remake it)"; exit 0
 fi
 [ "$(id -u)" = 0 ] || die "debootstrap needs root"
@@ -21,8 +24,8 @@ mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 rootfs="$BUILD_DIR/rootfs-$suite"
 t0=$SECONDS
 rm -rf "$rootfs"; mkdir -p "$BUILD_DIR"
-log "debootstrap --variant=minbase $suite (python3, python3-venv) ..."
-debootstrap --variant=minbase --include=python3,python3-venv "$suite" "$rootfs" "$mirror" >"$BUILD_DIR/debootstrap.log" 2>&1 \
+log "debootstrap --variant=minbase $suite (python3, python3-venv, espeak-ng, flite: the tts-synth engines) ..."
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$BUILD_DIR/debootstrap.log" 2>&1 \
   || { tail -n 20 "$BUILD_DIR/debootstrap.log" >&2; die "debootstrap failed; log: $BUILD_DIR/debootstrap.log"; }
 # Slim it: package caches, lists, docs and man pages are not needed at run time.
 chroot "$rootfs" apt-get clean
@@ -34,7 +37,8 @@ tar -C "$rootfs" --numeric-owner -c . | docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
   --change 'CMD ["/bin/bash"]' \
-  --message "debootstrap --variant=minbase --include=python3,python3-venv $suite" \
+  --change "LABEL duplexeval.base.packages=$packages" \
+  --message "debootstrap --variant=minbase --include=$packages $suite" \
   - "$LOCAL_BASE_IMAGE" >/dev/null
 rm -rf "$rootfs"
 py="$(docker run --rm --network none "$LOCAL_BASE_IMAGE" python3 --version)"

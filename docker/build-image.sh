@@ -51,8 +51,8 @@ logdir="$BUILD_DIR/logs"; mkdir -p "$logdir"
 times="$logdir/build-times.tsv"
 [ -f "$times" ] || printf 'when\timage\tseconds\tbytes\tid\tbase_image\tcache\n' >"$times"
 
-# The base image must exist locally (no registry is assumed): the local one is made when
-# missing; another one is pulled, and when that fails the local one is used instead.
+# The base image must exist locally (no registry is assumed): another one is pulled, and when
+# that fails the local one is used instead.
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   if [ "$BASE_IMAGE" != "$LOCAL_BASE_IMAGE" ]; then
     log "base image $BASE_IMAGE not present locally; trying to pull it ..."
@@ -61,9 +61,11 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
       BASE_IMAGE="$LOCAL_BASE_IMAGE"
     fi
   fi
-  if [ "$BASE_IMAGE" = "$LOCAL_BASE_IMAGE" ] && ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-    "$DOCKER_SCRIPTS_DIR/base-image.sh"
-  fi
+fi
+# The local base is (re)made when missing or made with another package list (base-image.sh checks
+# its label and returns at once when it is current).
+if [ "$BASE_IMAGE" = "$LOCAL_BASE_IMAGE" ]; then
+  "$DOCKER_SCRIPTS_DIR/base-image.sh"
 fi
 
 t_stage=$SECONDS
