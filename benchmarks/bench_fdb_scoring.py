@@ -9,7 +9,8 @@ sample's timeline, with word times spread over each utterance. It then times, in
 
   official   the official eval_*.py scripts, one process per subset, as a user runs them
              (interruption through a stub judge client, no network; torchaudio.load is
-             provided through soundfile when torchaudio is not installed)
+             provided through soundfile when torchaudio, or the torchcodec it loads
+             through, is not installed)
   vad        the VAD compute alone: speech probabilities of every file both columns need,
              cold cache, same worker pool
   off-only   aggregator fdb-v1 --official-only, cold cache
@@ -257,8 +258,10 @@ HARNESS = r'''
 import importlib.util, json, os, sys, types
 official, task, root = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, official)
-if task == "backchannel" and importlib.util.find_spec("torchaudio") is None:
-    # torchaudio.load through soundfile: the same float32 samples (PCM / 32768), shape (channels, frames)
+if task == "backchannel" and (importlib.util.find_spec("torchaudio") is None
+                              or importlib.util.find_spec("torchcodec") is None):
+    # torchaudio.load through soundfile when torchaudio is missing, or installed without the
+    # torchcodec its load() needs: the same float32 samples (PCM / 32768), shape (channels, frames)
     import soundfile, torch
     ta = types.ModuleType("torchaudio")
     def load(path):

@@ -42,6 +42,8 @@ def rescored(home, run, archive, out, *extra):
     r = dx(home, "rescore", str(archive), "-o", str(out), *extra)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert r.stdout.splitlines()[0] == "identical: " + " ".join(COMPARED)
+    # the docker runtime mounts the extracted folder: it was made beside the output, and removed
+    assert not list(out.parent.glob("duplexeval-archive-*"))
     agg = home / "store" / run["stages"][-1]["key"]
     for name in COMPARED:
         assert (out / name).read_bytes() == (agg / name).read_bytes(), name

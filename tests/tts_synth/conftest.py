@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "datasets" / "fdb-mini"
-SUBSETS = ("synthetic_pause_handling", "synthetic_turn_taking", "synthetic_user_interruption")
+SUBSETS = ("synthetic_backchannel", "synthetic_pause_handling", "synthetic_turn_taking", "synthetic_user_interruption")
 
 
 def run_cli(args: list[str]) -> subprocess.CompletedProcess:

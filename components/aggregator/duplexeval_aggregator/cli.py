@@ -1,4 +1,5 @@
-"""`aggregator fdb-v1` (score a tree) and `aggregator compare` (two scored runs, paired)."""
+"""`aggregator fdb-v1` (score a tree), `aggregator compare` (two scored runs, paired) and
+`aggregator mtr` (score an MTR-DuplexBench tree)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,43 @@ def compare_cmd(a: Path, b: Path, json_out: Path | None, allow_revision_mismatch
         write_all({json_out: dumps(result)})
     click.echo(render(result), nl=False)
 
+
+
+@main.command("mtr")
+@click.option("--tree", type=click.Path(path_type=Path), required=True,
+              help="MTR scoring tree: <subset>/<dialogue_id>/ with encoding.json and transcript.json "
+                   "or judgements.jsonl (docs/mtr.md).")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Folder for metrics.json (mtr-metrics) and rounds.jsonl (mtr-round).")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first invalid dialogue (exit 2, nothing written). Default: list each "
+                   "invalid dialogue on stderr, score the rest, record them and exit 1.")
+@one_line_errors
+def mtr_cmd(tree: Path, out: Path, strict: bool) -> None:
+    """Score an MTR-DuplexBench tree (paper and released-code columns, per round and over rounds)."""
+    from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
+    from duplexeval_common.samples import inside
+    from .mtr.score import score_tree
+    from .schemas import validate
+    if out.exists() and not out.is_dir():
+        click.echo(f"error: --out {out} exists and is not a folder", err=True)
+        sys.exit(2)
+    if tree.is_dir() and inside(tree, out):
+        click.echo(f"error: --out {out} lies inside the tree {tree}: choose a folder outside it", err=True)
+        sys.exit(2)
+    try:
+        metrics, rows = score_tree(tree, strict=strict)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    validate("mtr-metrics", metrics, "metrics.json")
+    for row in rows:
+        validate("mtr-round", row, "rounds.jsonl")
+    for bad in metrics["invalid"]:
+        click.echo(f"invalid: {bad['dialogue']}: {bad['problem']}", err=True)
+    write_all({out / "metrics.json": dumps(metrics), out / "rounds.jsonl": jsonl(rows)})
+    if metrics["invalid"]:
+        sys.exit(1)
 
 
 def _pipeline_stage():

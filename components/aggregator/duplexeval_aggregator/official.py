@@ -1,7 +1,7 @@
 """The official-compatible column: upstream v1_v1.5/evaluation/eval_*.py of Full-Duplex-Bench.
 
 Each function re-does what the official script does on one subset folder, quirks included:
-the directory walk (os.listdir order), the 1 s / 3-word take-over rule over the whole
+the directory walk (os.listdir order; canonical in the pipeline, see listdir), the 1 s / 3-word take-over rule over the whole
 output.json, latency clipped at 0 and averaged over take-over samples only, the zip of
 separately built turn-taking lists, the backchannel loop with its per-segment TOR overwrite,
 stop at the first segment over 3 s, 0.2 s bins with 1e-10, and the same SciPy calls the
@@ -23,6 +23,8 @@ still gets a column; on any tree where they run, the numbers are theirs.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 from pathlib import Path
@@ -31,6 +33,38 @@ import numpy as np
 
 from .errors import InputError
 from .revisions import Revision, get as get_revision
+
+# The official scripts walk folders in os.listdir order, which the file system decides (ext4: a
+# hash of the names with a per-file-system seed), and their sums follow that order to the last
+# bit. On a user's tree (`aggregator fdb-v1`, `make score`) the column walks as they do. The
+# pipeline's aggregate stage scores a tree it builds itself in a temporary folder; there the walk
+# is in the canonical order (numeric ids numerically, then the other names), so the same run
+# gives the same bytes on every machine, in both runtimes, and when an archive is rescored
+# elsewhere (a different order can move the last digit of a mean, never more).
+_CANONICAL = contextvars.ContextVar("duplexeval_official_canonical_order", default=False)
+
+
+def _order_key(name: str) -> tuple:
+    return (0, int(name), name) if name.isdigit() else (1, 0, name)
+
+
+def listdir(path) -> list[str]:
+    """os.listdir as the official scripts walk; sorted canonically inside canonical_order()."""
+    names = os.listdir(path)
+    if _CANONICAL.get():
+        names.sort(key=_order_key)
+    return names
+
+
+@contextlib.contextmanager
+def canonical_order(on: bool = True):
+    """Within this block the official functions walk folders in the canonical order."""
+    token = _CANONICAL.set(on)
+    try:
+        yield
+    finally:
+        _CANONICAL.reset(token)
+
 
 TURN_DURATION_THRESHOLD = 1
 TURN_NUM_WORDS_THRESHOLD = 3
@@ -74,7 +108,7 @@ def _mean(xs: list) -> float | None:
 def _folders(data_dir: Path, notes: list, subset: str) -> list[Path]:
     """os.listdir of the subset, skipping names ending with .DS_Store or .md."""
     out = []
-    for folder in os.listdir(data_dir):
+    for folder in listdir(data_dir):
         if folder.endswith(".DS_Store") or folder.endswith(".md"):
             continue
         p = data_dir / folder
@@ -91,7 +125,7 @@ def pause_handling(data_dir: Path) -> tuple[dict, list[str], dict]:
     notes: list[str] = []
     subset = data_dir.name
     files = [p / f for p in _folders(data_dir, notes, subset)
-             for f in os.listdir(p) if f.endswith("output.json")]
+             for f in listdir(p) if f.endswith("output.json")]
     tors = []
     per = {}
     for f in files:
@@ -108,7 +142,7 @@ def smooth_turn_taking(data_dir: Path) -> tuple[dict, list[str], dict]:
     subset = data_dir.name
     outputs, annotations = [], []
     for p in _folders(data_dir, notes, subset):
-        names = os.listdir(p)
+        names = listdir(p)
         for f in names:
             if f.endswith("output.json"):
                 outputs.append(p / f)
@@ -177,7 +211,7 @@ def user_interruption(data_dir: Path, judged: bool) -> tuple[dict, list[str], di
 
 def backchannel_ids(data_dir: Path) -> list[str]:
     """The samples eval_backchannel.py visits, in its order (os.listdir, digit names)."""
-    return [spk for spk in os.listdir(data_dir) if spk.isdigit()]
+    return [spk for spk in listdir(data_dir) if spk.isdigit()]
 
 
 def _jsd(prediction: list, max_end_time: float, gt: list) -> float:

@@ -23,6 +23,7 @@ unknown revision stops `aggregator check` and `aggregator run` with one line (ex
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -36,7 +37,7 @@ from . import __version__, revisions
 
 TREE_FILES = ("input.wav", "pause.json", "turn_taking.json", "interrupt.json", "output.wav",
               "output.json", "rating.json", "runner.json")
-ROOT_FILES = ("manifest.json", "judge.json")
+ROOT_FILES = ("manifest.json", "judge.json", "icc_gt_distribution.json")
 
 
 def link_tree(inputs: Inputs, tree: Path) -> dict[str, str]:
@@ -59,6 +60,34 @@ def link_tree(inputs: Inputs, tree: Path) -> dict[str, str]:
     return failures
 
 
+# The merged tree is only folders and links: it is made in a tmpfs when one is usable (thousands of
+# entries cost seconds on a busy disk and milliseconds in memory), else in the temporary folder.
+# Where it lies does not change a number: the stage scores with canonical_order, so the official
+# column walks its folders in the canonical order, not the file system's (official.listdir).
+TMPFS = Path("/dev/shm")
+
+
+def _tmpfs() -> Path | None:
+    try:
+        if TMPFS.is_dir() and os.access(TMPFS, os.W_OK | os.X_OK):
+            return TMPFS
+    except OSError:
+        pass
+    return None
+
+
+def merged_tree(inputs: Inputs, stack: contextlib.ExitStack) -> tuple[Path, dict[str, str]]:
+    """(the temporary merged tree, upstream failures); removed when `stack` closes."""
+    for where in (_tmpfs(), None):
+        try:
+            tree = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duplexeval-tree-", dir=where)))
+            return tree, link_tree(inputs, tree)
+        except OSError:
+            if where is None:
+                raise
+    raise AssertionError("unreachable")
+
+
 def report_markdown(unified: dict) -> str:
     from .report import render
     return ("# duplexeval report\n\n"
@@ -69,13 +98,12 @@ def report_markdown(unified: dict) -> str:
 def score_stage(sctx: StageContext) -> None:
     from .report import invalid_lines
     from .score import score_tree
-    with tempfile.TemporaryDirectory(prefix="duplexeval-tree-") as tmp:
-        tree = Path(tmp)
-        failures = link_tree(sctx.inputs, tree)
+    with contextlib.ExitStack() as stack:
+        tree, failures = merged_tree(sctx.inputs, stack)
         score_tree(tree, sctx.output, sctx.config.get("icc_gt"), None,  # None: the user cache
                    failures=failures, exclude_invalid=True,
                    link_roots=tuple(d.resolve() for d in sctx.inputs.dirs),
-                   official_revision=official_revision(sctx.config))
+                   official_revision=official_revision(sctx.config), canonical_order=True)
     unified = read_json(sctx.output / "unified.json")
     for line in invalid_lines(unified):
         print(f"[aggregator] {line}", file=sys.stderr, flush=True)

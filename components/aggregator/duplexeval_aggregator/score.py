@@ -222,8 +222,24 @@ def build(tree: Path, icc_gt: Path | None = None, cache_dir: Path | None = None,
           failures: dict[str, str] | None = None, quiet: bool = False,
           official_only: bool = False, *, exclude_invalid: bool = False,
           official_revision: str | revisions.Revision | None = None,
-          link_roots: tuple = ()) -> tuple[dict, dict, list]:
+          link_roots: tuple = (), canonical_order: bool = False) -> tuple[dict, dict, list]:
     """Compute (metrics, unified, rows) for a tree without writing anything but the VAD cache.
+
+    canonical_order: the official column walks folders in the canonical order, not the file
+    system's (official.listdir); the pipeline stage, whose tree it builds itself, sets it.
+    The other arguments: see _build.
+    """
+    with official.canonical_order(canonical_order):
+        return _build(tree, icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet, official_only,
+                      exclude_invalid=exclude_invalid, official_revision=official_revision,
+                      link_roots=link_roots)
+
+
+def _build(tree: Path, icc_gt: Path | None, cache_dir: Path | None, out: Path | None, vad_backend: str,
+           jobs: int | None, failures: dict[str, str] | None, quiet: bool, official_only: bool, *,
+           exclude_invalid: bool, official_revision: str | revisions.Revision | None,
+           link_roots: tuple) -> tuple[dict, dict, list]:
+    """build() in the walk order its caller set.
 
     official_only skips the unified column (and its VAD): unified metrics are {} and no rows.
     cache_dir is the VAD cache root (default user_cache_dir()/vad); `out` is not used for it.
@@ -307,7 +323,7 @@ def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Pat
                failures: dict[str, str] | None = None, quiet: bool = False,
                official_only: bool = False, exclude_invalid: bool = False,
                official_revision: str | revisions.Revision | None = None,
-               link_roots: tuple = ()) -> dict:
+               link_roots: tuple = (), canonical_order: bool = False) -> dict:
     """Score a Full-Duplex-Bench v1.0 tree into out/{metrics.json, unified.json, unified-samples.jsonl}.
 
     failures maps "subset/id" to a reason (e.g. "failed:duplex-runner") for samples an
@@ -320,7 +336,7 @@ def score_tree(tree: Path, out: Path, icc_gt: Path | None = None, cache_dir: Pat
     out = Path(out)
     metrics, uni, rows = build(Path(tree), icc_gt, cache_dir, out, vad_backend, jobs, failures, quiet,
                                official_only, exclude_invalid=exclude_invalid, link_roots=link_roots,
-                               official_revision=official_revision)
+                               official_revision=official_revision, canonical_order=canonical_order)
     write_all({out / "metrics.json": dumps(metrics), out / "unified.json": dumps(uni),
                out / "unified-samples.jsonl": jsonl(rows)})
     if not quiet:

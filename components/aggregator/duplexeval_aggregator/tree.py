@@ -11,6 +11,7 @@ becomes ineligible with the reason "invalid:<code>" and keeps the one-line probl
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +164,18 @@ def manifest_samples(tree: Path) -> dict[str, list[dict]] | None:
     return by
 
 
+def _inside_any(resolved_roots: list[Path], path: Path) -> bool:
+    """inside(r, path) for some root r, the roots given already resolved."""
+    real = Path(os.path.realpath(path))
+    for r in resolved_roots:
+        try:
+            real.relative_to(r)
+            return True
+        except ValueError:
+            continue
+    return False
+
+
 def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
                    failures: dict[str, str],
                    on_invalid: Callable[[Sample, InputError], None] | None = None,
@@ -185,13 +198,15 @@ def select_samples(tree: Path, subset: str, task: str, manifest: dict | None,
             if problem:
                 raise InputError(f"{subset}/{sid[:80]}", f"sample folder name {problem}")
     samples = []
+    # the roots resolved once (inside() resolves both sides on every call)
+    roots = [Path(os.path.realpath(r)) for r in (link_roots or (tree,))]
     for sid in sorted(set(ids), key=sort_key):
         s = Sample(subset, sid, task, sub / sid)
         if s.dir.exists():
             _inside_tree(tree, s.dir, s.key, "sample folder")
             if s.dir.is_dir():
                 for f in s.dir.iterdir():
-                    if f.is_symlink() and not any(inside(r, f) for r in (link_roots or (tree,))):
+                    if f.is_symlink() and not _inside_any(roots, f):
                         raise InputError(s.key, f"{f.name} is a link leaving the tree")
         if not s.dir.is_dir():
             s.reasons.append("missing:sample folder")

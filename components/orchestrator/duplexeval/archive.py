@@ -2,8 +2,10 @@
 
     write(store, run_ref, out)      the run's archive at `out` (.tar.gz or .tar.zst); deterministic
     verify(path)                    [] when intact, else one line per difference
-    extracted(path, max_bytes)      a context manager: the archive safely extracted into a temporary
-                                    folder, yielding the archive's root (the folder with run.json)
+    extracted(path, max_bytes)      a context manager: the archive safely extracted (one pass, in a
+                                    tmpfs while it has room) into a temporary folder, yielding the
+                                    archive's root (the folder with run.json)
+    verified(path, max_bytes)       the same pass, every member hashed: yields (root, differences)
     stage_dir(root, run, name)      the archived store/<key> folder of one stage of the run
     ArchiveError                    unreadable, unsafe or refused: one line
 
@@ -35,7 +37,7 @@ from typing import Iterator
 from duplexeval_common.jsonio import dumps
 from duplexeval_common.samples import STAGE_RECORD
 
-from .extract import ArchiveError, read_all, walk, writer_into
+from .extract import ArchiveError, NoRoom, read_all, walk, writer_into
 
 __all__ = ["ArchiveError", "write", "write_with_record", "verify", "check", "extracted", "verified",
            "stage_dir", "FORMAT"]
@@ -47,6 +49,9 @@ MTIME = 0
 GZIP_LEVEL = 6
 ZSTD_LEVEL = 3
 SUFFIXES = (".tar.gz", ".tar.zst")
+# Extraction goes here while it has room (a tmpfs: writing a run's audio costs a fraction of
+# what it costs on disk), else beside the output.
+TMPFS = Path("/dev/shm")
 # The root files rescore compares; the aggregate stage writes them.
 COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "report.md")
 
@@ -295,28 +300,52 @@ def _version() -> str:
 
 # ---- reading ----------------------------------------------------------------------------------
 
-def _hash_walk(path: Path, max_bytes: int | None, sink_for=None) -> tuple[str, dict[str, str], dict[str, bytes]]:
-    """(top, {member: sha256}, {member: bytes} of the small metadata members) in one pass."""
-    hashes: dict[str, str] = {}
-    small: dict[str, bytes] = {}
-    keep = {ARCHIVE_JSON, SUMS, "run.json"}
+class _Digests:
+    """The `tap` of writer_into, or a hashing `on_file`: {member: sha256} and the bytes of the
+    small metadata members verify reads (archive.json, SHA256SUMS, run.json, stage.json files)."""
 
-    def on_file(name: str, member, reader) -> None:
+    KEEP = {ARCHIVE_JSON, SUMS, "run.json"}
+
+    def __init__(self):
+        self.hashes: dict[str, str] = {}
+        self.small: dict[str, bytes] = {}
+        self._open: tuple[str, object, bytearray | None] | None = None
+
+    def tap(self, name: str):
+        self._close()
         rel = name.split("/", 1)[1] if "/" in name else ""
         h = hashlib.sha256()
-        buf = bytearray() if (rel in keep or rel.endswith("/" + STAGE_RECORD)) else None
+        buf = bytearray() if (rel in self.KEEP or rel.endswith("/" + STAGE_RECORD)) else None
+        self._open = (rel, h, buf)
+        if buf is None:
+            return h.update
 
-        def sink(chunk: bytes) -> None:
+        def feed(chunk) -> None:
             h.update(chunk)
-            if buf is not None:
-                buf.extend(chunk)
-        read_all(reader, sink)
-        hashes[rel] = h.hexdigest()
-        if buf is not None:
-            small[rel] = bytes(buf)
+            buf.extend(chunk)
+        return feed
 
-    top = walk(path, on_file, max_bytes)
-    return top, hashes, small
+    def _close(self) -> None:
+        if self._open is not None:
+            rel, h, buf = self._open
+            self.hashes[rel] = h.hexdigest()
+            if buf is not None:
+                self.small[rel] = bytes(buf)
+            self._open = None
+
+    def on_file(self, name: str, member, data) -> None:
+        read_all(data, self.tap(name))
+
+    def done(self) -> tuple[dict[str, str], dict[str, bytes]]:
+        self._close()
+        return self.hashes, self.small
+
+
+def _hash_walk(path: Path, max_bytes: int | None) -> tuple[str, dict[str, str], dict[str, bytes]]:
+    """(top, {member: sha256}, {member: bytes} of the small metadata members) in one pass."""
+    d = _Digests()
+    top = walk(path, d.on_file, max_bytes)
+    return (top, *d.done())
 
 
 def _differences(top: str, hashes: dict[str, str], small: dict[str, bytes]) -> list[str]:
@@ -411,19 +440,48 @@ def check(path: Path, max_bytes: int | None = None) -> tuple[int, list[str]]:
     return len(hashes), _differences(top, hashes, small)
 
 
-@contextlib.contextmanager
-def _extract_checked(path: Path, max_bytes: int | None, check: bool) -> Iterator[tuple[Path, list[str]]]:
-    path = Path(path)
-    if check:
-        top, hashes, small = _hash_walk(path, max_bytes)   # first pass: checks every header, writes nothing
-        diffs = _differences(top, hashes, small)
-    else:
-        top, diffs = walk(path, None, max_bytes), []
-    tmp = Path(tempfile.mkdtemp(prefix="duplexeval-archive-"))
+def _tmpfs_room() -> int:
+    """Bytes an extraction may put in TMPFS: half of what is free there and of the memory
+    available (tmpfs pages are memory), less 64 MiB; 0 when TMPFS is not a writable folder."""
     try:
-        got = walk(path, writer_into(tmp), max_bytes)      # second pass: the same checks, then writes
-        if got != top:
-            raise ArchiveError(f"{path.name}: changed while being read")
+        if not (TMPFS.is_dir() and os.access(TMPFS, os.W_OK | os.X_OK)):
+            return 0
+        st = os.statvfs(TMPFS)
+        free = st.f_bavail * st.f_frsize
+        with open("/proc/meminfo") as f:
+            avail = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), free)
+    except (OSError, ValueError, StopIteration):
+        return 0
+    return max(0, min(free, avail) // 2 - (64 << 20))
+
+
+@contextlib.contextmanager
+def _extract_checked(path: Path, max_bytes: int | None, check: bool, near: Path | None,
+                     tmpfs: bool) -> Iterator[tuple[Path, list[str]]]:
+    """One pass: every header checked, every member hashed (check) as it is written into a fresh
+    private temporary folder, in TMPFS while it has room (tmpfs=True), else in `near` (default:
+    the system's temporary folder). Whatever the pass refuses, and whatever the caller raises,
+    the folder is removed: nothing is left behind."""
+    path = Path(path)
+    places: list[tuple[str | None, int | None]] = []
+    room = _tmpfs_room() if tmpfs else 0
+    if room > 0:
+        places.append((str(TMPFS), room))
+    places.append((str(near) if near is not None else None, None))
+    for where, limit in places:
+        tmp = Path(tempfile.mkdtemp(prefix="duplexeval-archive-", dir=where))
+        try:
+            d = _Digests() if check else None
+            top = walk(path, writer_into(tmp, limit, d.tap if d else None), max_bytes)
+        except NoRoom:
+            shutil.rmtree(tmp, ignore_errors=True)
+            continue
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        break
+    try:
+        diffs = _differences(top, *d.done()) if d is not None else []
         root = tmp / top
         if not (root / "run.json").is_file():
             raise ArchiveError(f"{path.name}: no {top}/run.json in the archive")
@@ -433,17 +491,22 @@ def _extract_checked(path: Path, max_bytes: int | None, check: bool) -> Iterator
 
 
 @contextlib.contextmanager
-def extracted(path: Path, max_bytes: int | None = None) -> Iterator[Path]:
+def extracted(path: Path, max_bytes: int | None = None, *, near: Path | None = None,
+              tmpfs: bool = True) -> Iterator[Path]:
     """The archive extracted into a temporary folder (removed afterwards); yields its root, the
-    folder holding run.json. Every member is checked before any byte is written (extract.py)."""
-    with _extract_checked(path, max_bytes, check=False) as (root, _):
+    folder holding run.json. Every member's header is checked before its bytes are written, and
+    the folder is removed whatever the walk refuses (extract.py). The folder is in TMPFS while it
+    has room (tmpfs=False: never), else in `near` (default: the system's temporary folder)."""
+    with _extract_checked(path, max_bytes, False, near, tmpfs) as (root, _):
         yield root
 
 
 @contextlib.contextmanager
-def verified(path: Path, max_bytes: int | None = None) -> Iterator[tuple[Path, list[str]]]:
-    """Like `extracted`, but also verified in the first pass: yields (root, differences)."""
-    with _extract_checked(path, max_bytes, check=True) as pair:
+def verified(path: Path, max_bytes: int | None = None, *, near: Path | None = None,
+             tmpfs: bool = True) -> Iterator[tuple[Path, list[str]]]:
+    """Like `extracted`, but every member is also hashed as it is written (the same single
+    pass): yields (root, differences), `verify`'s lines."""
+    with _extract_checked(path, max_bytes, True, near, tmpfs) as pair:
         yield pair
 
 

@@ -93,7 +93,11 @@ MODELS = {
 
 DATASETS_KNOWN = {
     "fdb-mini": ("tts-synth", DATASETS / "fdb-mini",
-                 "embedded Full-Duplex-Bench-style set synthesized with Piper (pause, turn-taking, interruption)"),
+                 "embedded Full-Duplex-Bench-style set synthesized with Piper (pause, turn-taking, "
+                 "interruption, backchannel)"),
+    "fdb-synth": ("tts-synth", DATASETS / "fdb-synth",
+                  "synthetic Full-Duplex-Bench v1.0 at the official sizes (727 samples: pause, conversational "
+                  "pause, turn-taking, interruption with 7 s + 15 s, backchannel with ground truth), several voices"),
 }
 
 
@@ -103,7 +107,38 @@ def model(name: str) -> Model:
     return MODELS[name]
 
 
-def dataset(name: str) -> tuple[str, object, str]:
-    if name not in DATASETS_KNOWN:
-        raise DuplexEvalError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS_KNOWN))}")
-    return DATASETS_KNOWN[name]
+def imported_datasets(root=None) -> dict[str, tuple[str, object, str]]:
+    """The datasets `duplexeval import` wrote under <home>/datasets/ ({name: (component, folder,
+    summary)}); a folder whose manifest cannot be read is listed with that problem as its summary."""
+    from .importers import describe_import
+    from .paths import datasets_dir
+    base = datasets_dir(root)
+    out = {}
+    for d in sorted(base.iterdir()) if base.is_dir() else []:
+        if d.name.startswith(".") or not d.is_dir() or not (d / "manifest.json").is_file():
+            continue
+        out[d.name] = ("tts-synth", d, describe_import(d))
+    return out
+
+
+def datasets(root=None) -> dict[str, tuple[str, object, str]]:
+    """Every dataset `eval --dataset` accepts: the built-in ones and the imported ones (a built-in
+    name wins over an imported dataset of the same name)."""
+    return {**imported_datasets(root), **DATASETS_KNOWN}
+
+
+def dataset(name: str, root=None) -> tuple[str, object, str]:
+    """(component, source folder, summary) of a dataset: a built-in one, else one imported under
+    <home>/datasets/<name>/ (read by tts-synth in import mode, duplexeval_tts/imported.py)."""
+    if name in DATASETS_KNOWN:
+        return DATASETS_KNOWN[name]
+    from duplexeval_common.samples import name_problem
+
+    from .importers import imported_folder
+    if name_problem(name) is None:
+        folder = imported_folder(name, root)
+        if folder is not None:
+            return ("tts-synth", folder, f"imported dataset {name}")
+    imported = sorted(imported_datasets(root))
+    raise DuplexEvalError(f"unknown dataset {name!r}; built-in: {', '.join(sorted(DATASETS_KNOWN))}; "
+                          f"imported: {', '.join(imported) or 'none (duplexeval import fdb-v1|folder)'}")

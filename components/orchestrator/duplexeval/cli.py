@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,8 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict:
               help="Folder holding store/ and runs/ (default $DUPLEXEVAL_HOME or the current folder).")
 @click.pass_context
 def main(ctx, home):
+    if home:  # one home for everything that looks it up: the store, the runs, imported datasets
+        os.environ["DUPLEXEVAL_HOME"] = str(home.resolve())
     ctx.obj = Store(home.resolve() if home else None)
 
 
@@ -235,7 +238,7 @@ def models_cmd():
     """List the models and datasets that `eval` knows."""
     for name, m in sorted(catalog.MODELS.items()):
         click.echo(f"model   {name:16} {m.summary} [{m.component}]")
-    for name, (_, _, summary) in sorted(catalog.DATASETS_KNOWN.items()):
+    for name, (_, _, summary) in sorted(catalog.datasets().items()):
         click.echo(f"dataset {name:16} {summary}")
 
 
@@ -318,8 +321,8 @@ def sensitivity_cmd(store: Store, run, asrs, vad_threshold, vad_min_silence_ms, 
 # Commands defined in modules of their own (each lists them in COMMANDS; heavy imports stay inside
 # the commands): the HTML report, archives and their checks, comparisons.
 def _register() -> None:
-    from . import cli_archive, cli_compare, cli_report
-    for module in (cli_report, cli_archive, cli_compare):
+    from . import cli_archive, cli_compare, cli_import, cli_report
+    for module in (cli_report, cli_archive, cli_compare, cli_import):
         for command in module.COMMANDS:
             if command.name in main.commands:
                 raise RuntimeError(f"duplexeval: command {command.name!r} defined twice")

@@ -23,6 +23,11 @@ def runs_dir(root: Path | None = None) -> Path:
     return (root or home()) / "runs"
 
 
+def datasets_dir(root: Path | None = None) -> Path:
+    """Imported datasets, one folder each: <home>/datasets/<name>/ (`duplexeval import`)."""
+    return (root or home()) / "datasets"
+
+
 # Each model's runner is a package of its own, components/runners/<name>, run by the core's
 # `duplex-runner` command; its stage component (image duplexeval/runner-<name>, local command,
 # identity) is named `runner-<name>`.

@@ -164,7 +164,13 @@ def rescore(path: Path, store: Store, runtime: str = "local", image: str | None 
     """Verify, extract, run the aggregate stage again, compare; the new outputs land in `out`."""
     path = Path(path)
     rt = _runtime(runtime, image)
-    with verified(path, max_bytes) as (root, diffs):
+    if out is not None:
+        out = _out_dir(store, "", out)   # refused before any work when it is not a new or empty folder
+    near = out.parent if out is not None else store.runs
+    near.mkdir(parents=True, exist_ok=True)
+    # One pass checks, hashes and writes every member; the docker runtime mounts the folder, so
+    # it stays beside the output rather than in a tmpfs the engine may not share.
+    with verified(path, max_bytes, near=near, tmpfs=runtime == "local") as (root, diffs):
         if diffs:
             raise ArchiveError(f"{path.name} does not verify ({len(diffs)} difference(s), first: {diffs[0]}); "
                                "see `duplexeval verify`")

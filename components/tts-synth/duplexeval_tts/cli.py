@@ -1,4 +1,4 @@
-"""`tts-synth` command: the dataset stage (`run`), plus `list` and `say`."""
+"""`tts-synth` command: the dataset stage (`run`), plus `list`, `voices` and `say`."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.stage import Stage
 
 from . import __version__
-from .dataset import DatasetStage
-from .engines import ENGINES, load_engine, render
+from .engines import ENGINES, load_engine, render, voices
 
 
 def make_stage(config: dict) -> Stage:
-    ds = DatasetStage(config)
-    return Stage("tts-synth", __version__, ds.process, finalize=ds.finalize, select=ds.select,
-                 setup=ds.setup)
+    """The scripted dataset stage (dataset.make_stage), switched to the import mode (imported.py)
+    when its input folder holds a `duplexeval import` manifest; `select`, which sees the input,
+    chooses."""
+    from .dataset import make_stage as scripted_stage
+    from .imported import with_import_mode
+    return with_import_mode(scripted_stage(config), config)
 
 
 main = component_group("tts-synth", "Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
@@ -29,18 +31,44 @@ main = component_group("tts-synth", "Synthesizes a text-scripted dataset (fdb-mi
 @click.argument("text")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="WAV file to write.")
 @click.option("--engine", default="piper", show_default=True)
-@click.option("--voice", default=None, help="Engine voice (default: the engine's own).")
+@click.option("--voice", default=None, help="Engine voice (default: the engine's own; `tts-synth voices`).")
+@click.option("--rate", default=1.0, show_default=True, type=float,
+              help="Speaking-rate multiplier (1.0 = the voice's normal speed, >1 faster), 0.5 to 2.0.")
 @click.option("--sample-rate", default=16000, show_default=True, type=int)
 @one_line_errors
-def say(text, out, engine, voice, sample_rate) -> None:
+def say(text, out, engine, voice, rate, sample_rate) -> None:
     """Synthesize one text as the dataset would (trimmed, peak 0.8)."""
     from duplexeval_common.wavio import write_wav
     if sample_rate < 8000:
         raise DuplexEvalError("--sample-rate must be at least 8000")
-    audio = render(load_engine(engine, voice), text, sample_rate)
+    audio = render(load_engine(engine, voice, rate), text, sample_rate)
     write_wav(out, audio, sample_rate)
     click.echo(f"{out}: {len(audio) / sample_rate:.2f} s")
 
+
+@main.command("voices")
+@click.argument("engine", required=False)
+@one_line_errors
+def list_voices(engine) -> None:
+    """The engines and the voices each offers (one engine: its voices, one a line).
+
+    Without ENGINE every engine is listed with its voices, or with the reason it has none
+    here (a missing package, binary or weights folder, and the install hint). openai's voices
+    are the API's (online).
+    """
+    if engine is not None:
+        for v in voices(engine):  # an unknown or missing engine: one error line, exit 2
+            click.echo(v)
+        return
+    width = max(len(n) for n in ENGINES.names()) + 2
+    for name in ENGINES.names():
+        try:
+            line = ", ".join(voices(name)) or "(none)"
+            if name == "openai":
+                line += "  (online API)"
+        except DuplexEvalError as exc:
+            line = f"unavailable: {exc}"
+        click.echo(f"{name:{width}}{line}")
 
 
 if __name__ == "__main__":

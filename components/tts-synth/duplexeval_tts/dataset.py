@@ -1,22 +1,51 @@
-"""The dataset stage: select samples from the scripts, build each, write the manifest."""
+"""The dataset stage: select samples from the scripts, build each, write the manifest.
+
+Voices. A script in the original format ("fdb-mini-script/1") is spoken by the
+config's single engine and voice, and its files are the same bytes as before
+voice mixes existed. A voice mix (the config's `voices`, else an
+"fdb-script/2" script's `voices`) gives every speaker of every sample a voice
+drawn from the seed and the sample id (voices.choose), recorded in sample.json
+and in the manifest row.
+
+Jobs. `jobs` worker processes synthesize samples (the stage runs that many
+samples at once, each handing its synthesis to the process pool and writing
+its files itself); every sample depends only on its own script entry and
+voice, so the bytes do not depend on `jobs`.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_file, sha256_json
+from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
 from duplexeval_common.samples import DONE, SAMPLES, Inputs, Sample
-from duplexeval_common.stage import SampleContext, StageContext
+from duplexeval_common.stage import SampleContext, Stage, StageContext
 
 from . import __version__
-from .compose import BUILDERS
+from . import voices as voicemix
+from .compose import BUILDERS, Built, backchannel_gt, speakers_of, transcription
 from .engines import PEAK, TRIM_THRESHOLD, Engine, load_engine, render
 from .scripts import Script, load_scripts, parse_entry
 
 DEFAULTS = {"dataset": "fdb-mini", "limit": None, "engine": "piper", "voice": None,
-            "sample_rate": 16000, "timing": {}}
+            "sample_rate": 16000, "timing": {}, "voices": None, "seed": None, "jobs": None, "samples": None}
+MAX_JOBS = 8
+ICC_GT = "icc_gt_distribution.json"
+
+
+def default_jobs() -> int:
+    """The cores this process may use, capped at MAX_JOBS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_JOBS, cores))
 
 
 def check_config(config: dict) -> dict:
@@ -38,17 +67,104 @@ def check_config(config: dict) -> dict:
     for k in ("engine", "voice"):
         if cfg[k] is not None and not isinstance(cfg[k], str):
             raise DuplexEvalError(f"setting {k} must be a string")
+    if cfg["voices"] is not None:
+        cfg["voices"] = voicemix.parse_specs("setting voices", cfg["voices"])
+    for k, low in (("seed", 0), ("jobs", 1)):
+        v = cfg[k]
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+            raise DuplexEvalError(f"setting {k} must be null or a whole number >= {low}")
+    only = cfg["samples"]
+    if only is not None and (not isinstance(only, list) or not only
+                             or not all(isinstance(k, str) and k.count("/") == 1 for k in only)):
+        raise DuplexEvalError('setting samples must be null or a non-empty list of "subset/id" keys')
+    if cfg["jobs"] is None:
+        cfg["jobs"] = default_jobs()
+    # An explicit engine/voice in the config speaks fdb-script/2 files too (a one-voice mix).
+    cfg["_explicit_voice"] = any(config.get(k) is not None for k in ("engine", "voice"))
     return cfg
 
 
+# -- one sample, in this process or a worker --------------------------------------------------
+
+def build_job(job: dict) -> tuple[str, object]:
+    """("ok", (Built, {speaker: voice record} or None)) or ("error", one line). Runs in a worker
+    process, so it returns its errors instead of raising (exceptions do not all pickle)."""
+    try:
+        rate = job["sample_rate"]
+        if job["voices"] is None:
+            engine = load_engine(*job["single"])
+
+            def speak(text: str, speaker: str = "user"):
+                return render(engine, text, rate)
+            records = None
+        else:
+            engines = {sp: voicemix.load(spec) for sp, spec in job["voices"].items()}
+
+            def speak(text: str, speaker: str = "user"):
+                seg = render(engines[speaker], text, rate)
+                return tighten(seg, rate) if job.get("tight") else seg
+            records = {sp: voicemix.record(engines[sp], job["voices"][sp]) for sp in job["voices"]}
+        built = BUILDERS[job["task"]](job["entry"], job["timing"], speak, rate)
+        return "ok", (built, records)
+    except DuplexEvalError as exc:
+        return "error", str(exc)
+
+
+EDGE_FRAME_S = 0.01     # fdb-script/2: frames of the edge trim
+EDGE_REL = 0.05         # fdb-script/2: edge frames whose RMS is below this share of the loudest frame's
+
+
+def tighten(seg, sr: int):
+    """fdb-script/2 pieces: drop leading and trailing 10 ms frames whose RMS (over the frame and
+    its two neighbours) is under EDGE_REL of the loudest frame's (decays, breaths and clicks,
+    which a speech detector does not count as speech), then trim to the first and last sample
+    above TRIM_THRESHOLD again, so the piece still starts and ends with a sample above it and
+    the annotations stay exact."""
+    import numpy as np
+    from .engines import trim
+    frame = max(1, int(round(EDGE_FRAME_S * sr)))
+    n = len(seg) // frame
+    if n < 3:
+        return seg
+    power = np.mean(np.square(seg[:n * frame].astype(np.float64)).reshape(n, frame), axis=1)
+    # RMS over 3 frames centred on each (an isolated click at the edge does not count)
+    rms = np.sqrt(np.convolve(np.pad(power, 1, mode="edge"), np.ones(3) / 3, mode="valid"))
+    loud = np.flatnonzero(rms >= EDGE_REL * rms.max())
+    first, last = loud[0] * frame, len(seg) if loud[-1] == n - 1 else (loud[-1] + 1) * frame
+    out = trim(seg[first:last])
+    return out if out.size else seg
+
+
+def _init_worker() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 class DatasetStage:
-    """Holds the scripts between `select` and `process`, and the engine from `setup`."""
+    """Holds the scripts between `select` and `process`, and the engines from `setup`."""
 
     def __init__(self, config: dict):
         self.cfg = check_config(config)
+        self.jobs: int = self.cfg["jobs"]
         self.scripts: dict[str, Script] = {}
         self.samples: list[Sample] = []
-        self.engine: Engine | None = None
+        self.engine: Engine | None = None          # the single voice of fdb-mini-script/1 files
+        self.loaded: dict[str, dict] = {}          # voice-spec id -> record, for the manifest
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    # -- voices --------------------------------------------------------------------------------
+
+    def mix(self, script: Script) -> tuple[list[dict], int] | None:
+        """(voice specs, seed) of a script, or None when its single-voice bytes are kept."""
+        seed = self.cfg["seed"] if self.cfg["seed"] is not None else (script.seed or 0)
+        if self.cfg["voices"] is not None:
+            return self.cfg["voices"], seed
+        if not script.v2:
+            return None
+        if self.cfg["_explicit_voice"] or script.voices is None:
+            return [{"engine": self.cfg["engine"], "voice": self.cfg["voice"], "rate": 1.0,
+                     "weight": 1.0}], seed
+        return script.voices, seed
 
     # -- Stage hooks -------------------------------------------------------------------------
 
@@ -57,37 +173,76 @@ class DatasetStage:
             raise DuplexEvalError("tts-synth needs exactly one --input: the dataset's script folder "
                                   "(e.g. datasets/fdb-mini)")
         self.scripts = load_scripts(inputs.dirs[0], self.cfg["timing"])
+        bc = [s for s, sc in self.scripts.items() if sc.task == "backchannel"]
+        if len(bc) > 1:
+            raise DuplexEvalError(f"at most one backchannel subset per dataset ({ICC_GT} is keyed by "
+                                  f"sample id); found {', '.join(sorted(bc))}")
         limit = self.cfg["limit"]
         self.samples = [Sample(subset, str(i)) for subset, script in sorted(self.scripts.items())
                         for i in range(len(script.entries) if limit is None
                                        else min(limit, len(script.entries)))]
+        if self.cfg["samples"] is not None:  # only these (after limit), in the dataset's order
+            keys = set(self.cfg["samples"])
+            unknown = keys - {s.key for s in self.samples}
+            if unknown:
+                raise DuplexEvalError(f"setting samples names {len(unknown)} sample(s) the scripts do not have "
+                                      f"(within limit), e.g. {sorted(unknown)[0]}")
+            self.samples = [s for s in self.samples if s.key in keys]
         return self.samples
 
     def setup(self, _config: dict) -> None:
-        self.engine = load_engine(self.cfg["engine"], self.cfg["voice"])
+        """Load every engine and voice in use, so a missing one stops the stage in one line."""
+        used = {s.subset for s in self.samples}
+        for subset in sorted(used):
+            mix = self.mix(self.scripts[subset])
+            if mix is None:
+                if self.engine is None:
+                    self.engine = load_engine(self.cfg["engine"], self.cfg["voice"])
+                continue
+            for spec in mix[0]:
+                key = _spec_id(spec)
+                if key not in self.loaded:
+                    self.loaded[key] = voicemix.record(voicemix.load(spec), spec)
 
     def process(self, ctx: SampleContext) -> None:
         script = self.scripts[ctx.sample.subset]
         raw = script.entries[int(ctx.sample.id)]
         try:
-            entry = parse_entry(script.task, raw)
+            entry = parse_entry(script.task, raw, script.v2)
         except ValueError as exc:
             raise SampleError(ctx.id, f"bad script entry {ctx.sample.id} in {script.path.name}: {exc}") from None
         rate = self.cfg["sample_rate"]
-        built = BUILDERS[script.task](entry, script.timing, self._speaker(ctx.id, rate), rate)
+        mix = self.mix(script)
+        job = {"task": script.task, "entry": entry, "timing": script.timing, "sample_rate": rate,
+               "tight": script.v2,
+               "single": (self.cfg["engine"], self.cfg["voice"]),
+               "voices": None if mix is None else voicemix.choose(mix[0], mix[1], ctx.id, speakers_of(entry))}
+        pool = self._get_pool()
+        status, result = pool.submit(build_job, job).result() if pool else build_job(job)
+        if status != "ok":
+            raise SampleError(ctx.id, str(result))
+        built, records = result
+        assert isinstance(built, Built)
         ctx.write_wav("input.wav", built.audio, rate)
         for name, audio in built.extra_wavs.items():
             ctx.write_wav(name, audio, rate)
         name, schema, official = built.official
         ctx.write_json(name, official, schema)
-        ctx.write_json("sample.json", {
+        if script.v2 and name != "transcription.json" and script.task != "user_interruption":
+            ctx.write_json("transcription.json", transcription(built.segments))
+        sample = {
             "dataset": self.cfg["dataset"], "subset": ctx.sample.subset, "id": ctx.sample.id,
             "task": script.task, "duration_s": len(built.audio) / rate, "sample_rate": rate,
             "segments": built.segments, **built.annotation, "script_sha256": sha256_json(raw),
-        }, "sample")
+        }
+        if records is not None:
+            sample["voices"] = records
+        ctx.write_json("sample.json", sample, "sample")
 
     def finalize(self, sctx: StageContext) -> None:
+        self.close()
         rows, audio_s, synth_s, cached = [], 0.0, 0.0, 0
+        gt: dict[str, list[float]] = {}
         for s in self.samples:
             status = sctx.statuses.get(s.key, {})
             if status.get("status") != "ok":
@@ -98,9 +253,18 @@ class DatasetStage:
             folder = sctx.output / SAMPLES / s.subset / s.id
             files = {p.name: sha256_file(p) for p in sorted(folder.iterdir())
                      if p.is_file() and p.name != DONE and not p.name.startswith(".")}
-            duration = _duration(folder / "sample.json")
-            rows.append({"subset": s.subset, "id": s.id, "task": s.task, "duration_s": duration,
-                         "files": files})
+            sample = read_json(folder / "sample.json")
+            duration = float(sample["duration_s"])
+            row = {"subset": s.subset, "id": s.id, "task": s.task, "duration_s": duration, "files": files}
+            if "voices" in sample:
+                row["voices"] = {sp: {k: v[k] for k in ("engine", "voice", "rate", "model_sha256")}
+                                 | {"settings_sha256": sha256_json(v["settings"])}
+                                 for sp, v in sample["voices"].items()}
+            rows.append(row)
+            if "backchannel" in sample:
+                bc, sr = sample["backchannel"], int(sample["sample_rate"])
+                gt[s.id] = backchannel_gt(bc["trps"], int(round(duration * sr)), sr,
+                                          bc["delay_s"], bc["sd_s"], bc["bin_s"], bc.get("floor", 0.0))
             audio_s += duration
             synth_s += status.get("seconds", 0.0)
             cached += bool(status.get("cached"))
@@ -111,35 +275,63 @@ class DatasetStage:
             "source": self.source(),
             "samples": rows,
         }
+        if gt:
+            sctx.write_json(ICC_GT, gt)
         sctx.write_json("manifest.json", manifest, "manifest")
         log(f"[tts-synth] manifest: {len(rows)} samples ({cached} cached), {audio_s:.1f} s of audio; "
             f"{synth_s:.1f} s spent synthesizing in this run")
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _speaker(self, key: str, rate: int):
-        def speak(text: str):
-            try:
-                return render(self.engine, text, rate)
-            except SampleError:
-                raise
-            except DuplexEvalError as exc:
-                raise SampleError(key, str(exc)) from None
-        return speak
+    def _get_pool(self) -> ProcessPoolExecutor | None:
+        # A stage that calls `process` from its main thread runs one sample at a time (a Stage
+        # built without workers=jobs): worker processes would only add their start-up.
+        if self.jobs <= 1 or threading.current_thread() is threading.main_thread():
+            return None
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
+                                                 initializer=_init_worker)
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
     def source(self) -> dict:
+        out: dict = {"generator": "tts-synth", "generator_version": __version__}
         e = self.engine
-        return {
-            "generator": "tts-synth", "generator_version": __version__,
-            "engine": e.name, "voice": e.voice, "voice_model_sha256": e.model_sha256,
-            "engine_settings": e.settings, "engine_sample_rate": e.sample_rate,
-            "settings": {"sample_rate": self.cfg["sample_rate"], "limit": self.cfg["limit"],
-                         "peak": PEAK, "trim_threshold": TRIM_THRESHOLD,
-                         "timing": {sub: sc.timing for sub, sc in sorted(self.scripts.items())}},
-            "scripts": {sc.path.name: sc.sha256 for _, sc in sorted(self.scripts.items())},
-        }
+        if e is not None or not self.loaded:  # the single voice (the original manifest keys)
+            if e is None:
+                e = self.engine = load_engine(self.cfg["engine"], self.cfg["voice"])
+            out |= {"engine": e.name, "voice": e.voice, "voice_model_sha256": e.model_sha256,
+                    "engine_settings": e.settings, "engine_sample_rate": e.sample_rate}
+        out["settings"] = {"sample_rate": self.cfg["sample_rate"], "limit": self.cfg["limit"],
+                           "peak": PEAK, "trim_threshold": TRIM_THRESHOLD,
+                           **({"edge_trim": {"frame_s": EDGE_FRAME_S, "relative_rms": EDGE_REL,
+                                             "applies_to": "fdb-script/2"}}
+                              if any(sc.v2 for sc in self.scripts.values()) else {}),
+                           "timing": {sub: sc.timing for sub, sc in sorted(self.scripts.items())}}
+        out["scripts"] = {sc.path.name: sc.sha256 for _, sc in sorted(self.scripts.items())}
+        if self.loaded:
+            mixes = {}
+            for sub, sc in sorted(self.scripts.items()):
+                mix = self.mix(sc)
+                if mix is not None:
+                    mixes[sub] = {"seed": mix[1], "voices": mix[0]}
+            out["voice_mixes"] = mixes
+            out["voices"] = {k: self.loaded[k] for k in sorted(self.loaded)}
+        return out
 
 
-def _duration(sample_json: Path) -> float:
-    from duplexeval_common.jsonio import read_json
-    return float(read_json(sample_json)["duration_s"])
+def _spec_id(spec: dict) -> str:
+    return f"{spec['engine']}:{spec['voice'] or 'default'}@{float(spec.get('rate', 1.0)):g}"
+
+
+def make_stage(config: dict) -> Stage:
+    """The tts-synth stage: `jobs` samples at once, each synthesized in a worker process."""
+    ds = DatasetStage(config)
+    return Stage("tts-synth", __version__, ds.process, finalize=ds.finalize, select=ds.select,
+                 setup=ds.setup, workers=ds.jobs)

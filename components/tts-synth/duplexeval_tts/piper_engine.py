@@ -42,8 +42,8 @@ def voice_files(voice: str) -> tuple[Path, Path]:
             raise DuplexEvalError(f"piper voice {voice}: needs the model and {config.name} next to it")
         return model, config
     if voice not in VOICES:
-        raise DuplexEvalError(f"unknown piper voice {voice!r}; known: {', '.join(sorted(VOICES))} "
-                              "or a path to a .onnx voice")
+        from .engines import unknown_voice
+        raise unknown_voice("piper", voice, sorted(VOICES), " or a path to a .onnx voice")
     package, hint = VOICES[voice]
     mod = optional.import_optional(f"piper voice {voice!r}", package, hint)
     return Path(mod.model_path()), Path(mod.config_path())
@@ -64,9 +64,19 @@ def load_voice(model: Path, config: Path) -> PiperVoice:
 
 
 class PiperEngine:
+    """rate r sets length_scale = 1/r (phoneme durations scaled); r = 1.0 is today's output."""
     name = "piper"
+    deterministic = True
 
-    def __init__(self, voice: str = DEFAULT_VOICE):
+    @staticmethod
+    def available_voices() -> list[str]:
+        """The named voices (a path to any .onnx Piper voice with its .onnx.json works too)."""
+        return sorted(VOICES)
+
+    def __init__(self, voice: str | None = None, rate: float = 1.0):
+        from .engines import check_rate
+        voice = DEFAULT_VOICE if voice is None else voice
+        self.rate = check_rate(self.name, rate)
         optional.require(WHAT, ["piper", "onnxruntime"], HINTS)  # every missing one in one line
         onnxruntime = optional.import_optional(WHAT, "onnxruntime", HINTS["onnxruntime"])
         piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
@@ -75,11 +85,12 @@ class PiperEngine:
         self._voice = load_voice(model, config)
         self.sample_rate = self._voice.config.sample_rate
         self.model_sha256 = sha256_file(model)
-        self.settings = {**SYNTHESIS, "normalize_audio": False, "onnxruntime_threads": 1,
+        synthesis = {**SYNTHESIS, "length_scale": 1.0 / self.rate}
+        self.settings = {**synthesis, "normalize_audio": False, "onnxruntime_threads": 1,
                          "piper_tts": optional.version("piper-tts"),
                          "onnxruntime": onnxruntime.__version__,
                          "config_sha256": sha256_file(config)}
-        self._syn = piper_config.SynthesisConfig(normalize_audio=False, **SYNTHESIS)
+        self._syn = piper_config.SynthesisConfig(normalize_audio=False, **synthesis)
 
     def synthesize(self, text: str) -> np.ndarray:
         chunks = [c.audio_float_array for c in self._voice.synthesize(text, syn_config=self._syn)]

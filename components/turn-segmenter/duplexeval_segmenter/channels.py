@@ -1,0 +1,134 @@
+"""A dialogue's two channel transcripts: reading, checking, and what the segmenters use of them.
+
+Layout (schemas/turn-segmenter-channel.schema.json): each dialogue is a sample folder
+`samples/<subset>/<id>/` holding `user.json` (the user channel: the left channel of an
+MTR-DuplexBench stereo file) and `model.json` (the model channel: the right one). Each is the
+asr-aligner's transcript.json for that channel (words with start and end in seconds of the
+dialogue), optionally with
+  segments       ASR segments [{start, end, text}] (e.g. whisper-timestamped's), the lines of the
+                 LLM's transcript when given (else made from the words, see `asr_segments`)
+  vad_segments   speech [{start, end}] of that channel (vad.json's segments)
+  duration_s     the channel's length (the dialogue's end, for the last response window)
+A word with a null end counts as a point at its start.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from duplexeval_common.errors import SampleError
+from duplexeval_common.hashing import sha256_file
+from duplexeval_common.stage import SampleContext
+
+from .voting import finite
+
+ROLES = ("user", "model")
+SCHEMA = "turn-segmenter-channel"
+_SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: float
+    end: float
+    text: str
+
+
+@dataclass
+class Channel:
+    role: str
+    file: str
+    sha256: str
+    words: list[Segment]            # time-sorted (stable)
+    segments: list[Segment] | None  # as given, time-sorted (stable); None when absent
+    vad: list[tuple[float, float]] | None
+    duration_s: float | None
+
+
+def _spans(rows: list, what: str, key: str, need_text: bool, allow_null_end: bool) -> list[Segment]:
+    out = []
+    for i, r in enumerate(rows):
+        s, e = r.get("start"), r.get("end")
+        if e is None and allow_null_end:
+            e = s
+        if not finite(s) or not finite(e):
+            raise SampleError(key, f"{what}[{i}] has a start or end that is not a finite number")
+        if s < 0 or e < s:
+            raise SampleError(key, f"{what}[{i}] spans ({s}, {e}) s: times must be >= 0 with start <= end")
+        text = r.get("text", "")
+        if need_text and not isinstance(text, str):
+            raise SampleError(key, f"{what}[{i}] has no text")
+        out.append(Segment(float(s), float(e), text.strip() if isinstance(text, str) else ""))
+    return sorted(out, key=lambda x: x.start)
+
+
+def read_channel(ctx: SampleContext, role: str) -> Channel:
+    name = f"{role}.json"
+    if not ctx.has_input(name):
+        raise SampleError(ctx.id, f"{name} is missing (the {role} channel's transcript; "
+                                  "see schemas/turn-segmenter-channel.schema.json)")
+    obj = ctx.read_json(name, SCHEMA)
+    words = _spans(obj.get("words") or [], f"{name}: words", ctx.id, True, True)
+    segs = obj.get("segments")
+    segments = None if segs is None else _spans(segs, f"{name}: segments", ctx.id, True, False)
+    vad = obj.get("vad_segments")
+    vad_spans = None if vad is None else [(s.start, s.end) for s in
+                                          _spans(vad, f"{name}: vad_segments", ctx.id, False, False)]
+    dur = obj.get("duration_s")
+    if dur is not None and (not finite(dur) or dur < 0):
+        raise SampleError(ctx.id, f"{name}: duration_s must be a number >= 0, got {dur!r}")
+    return Channel(role, name, sha256_file(ctx.input_path(name)), words, segments, vad_spans,
+                   None if dur is None else float(dur))
+
+
+def asr_segments(ch: Channel, max_word_gap_s: float) -> tuple[list[Segment], str]:
+    """The ASR segments the LLM reads: the channel's own `segments` when given, else its words
+    joined while the gap to the next word is at most max_word_gap_s and the word does not end a
+    sentence (. ! ? possibly followed by a closing quote or bracket)."""
+    if ch.segments is not None:
+        return [s for s in ch.segments if s.text], "segments"
+    out: list[Segment] = []
+    cur: list[Segment] = []
+    for w in ch.words:
+        if cur and (w.start - cur[-1].end > max_word_gap_s or _SENTENCE_END.search(cur[-1].text)):
+            out.append(_join(cur))
+            cur = []
+        if w.text:
+            cur.append(w)
+    if cur:
+        out.append(_join(cur))
+    return out, "words"
+
+
+def _join(words: list[Segment]) -> Segment:
+    return Segment(words[0].start, max(w.end for w in words), " ".join(w.text for w in words))
+
+
+def speech(ch: Channel, source: str, key: str = "-") -> tuple[list[tuple[float, float]], str]:
+    """The channel's speech as sorted, merged intervals: VAD segments (source "vad", or "auto"
+    when the file has them), else the ASR words' spans (else its segments)."""
+    if source in ("vad", "auto") and ch.vad is not None:
+        spans, used = list(ch.vad), "vad_segments"
+    elif source == "vad":
+        raise SampleError(key, f"{ch.file} has no vad_segments (speech_source is vad)")
+    elif ch.words:
+        spans, used = [(w.start, w.end) for w in ch.words], "words"
+    else:
+        spans, used = [(s.start, s.end) for s in (ch.segments or [])], "segments"
+    return merge_intervals(spans), used
+
+
+def merge_intervals(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def overlap(a: tuple[float, float], spans: list[tuple[float, float]]) -> float:
+    """Seconds of `spans` (disjoint) inside a."""
+    return sum(max(0.0, min(a[1], e) - max(a[0], s)) for s, e in spans)

@@ -1,0 +1,20 @@
+"""`turn-segmenter` command: the standard `run` and `check` of the stage contract, and `list`."""
+
+from __future__ import annotations
+
+from duplexeval_common.cli import component_group
+from duplexeval_common.registry import Registry
+
+from . import __version__
+from .stage import make_stage
+
+SEGMENTERS = Registry("segmenter")
+SEGMENTERS.add("offline", "duplexeval_segmenter.offline:segment",
+               "deterministic: user speech merged across short gaps, split where the model responds "
+               "(rule gap-v1; the default without an llm setting)")
+SEGMENTERS.add("llm", "duplexeval_segmenter.llm:run",
+               "the paper's Algorithm 1: 6 LLM segmentations (duplexeval-judge, prompt "
+               "mtr-turn-segmentation), IoU>=0.3 clustering, median boundaries, >=2 votes, overlaps merged")
+
+main = component_group("turn-segmenter", "User turns and response windows of two-channel dialogues "
+                       "(MTR-DuplexBench dialogue quality).", __version__, make_stage, SEGMENTERS)

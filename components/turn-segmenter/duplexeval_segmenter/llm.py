@@ -1,0 +1,111 @@
+"""The LLM segmentation (Algorithm 1, step 2) through the judge component's client.
+
+Every request goes through duplexeval_judge.mtr (its versioned prompt mtr-turn-segmentation,
+its client, cache, retries and ledger rows): run k of a dialogue is sent with seed
+first_seed + k, so the runs are independent requests and cache entries. The transcript is the
+two channels' ASR segments sorted by start time (user lines before model lines at equal starts)
+and rendered by duplexeval_judge.mtr.transcript as the released scripts write it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from duplexeval_common.cli import check_kwargs
+from duplexeval_common.errors import DuplexEvalError, SampleError
+from duplexeval_common.secrets import redact
+
+BACKENDS = ("openai", "local-llm")
+
+
+def mtr():
+    """duplexeval_judge.mtr, or a one-line error when the judge package is not installed."""
+    try:
+        from duplexeval_judge import mtr as module
+    except ImportError as exc:
+        raise DuplexEvalError(f"the LLM segmenter needs the duplexeval-judge package ({exc.name} is "
+                              "missing): pip install -e components/judge --no-deps") from None
+    return module
+
+
+def _cls(backend: str):
+    if backend == "openai":
+        from duplexeval_judge.llm_judge import OpenAIJudge
+        return OpenAIJudge
+    if backend == "local-llm":
+        from duplexeval_judge.local_llm import LocalLLMJudge
+        return LocalLLMJudge
+    raise DuplexEvalError(f"turn-segmenter: llm.backend must be one of {', '.join(BACKENDS)}, not {backend!r}"
+                          f" ({mtr().SEGMENT} runs through duplexeval_judge.mtr.judge_for)")
+
+
+def check(llm: dict) -> None:
+    """The LLM settings, without network or model: backend, arguments, the prompt."""
+    m = mtr()
+    args = dict(llm.get("args") or {})
+    if "prompt" in args:
+        raise DuplexEvalError(f"turn-segmenter: llm.args.prompt is not a setting (the prompt is {m.SEGMENT})")
+    cls = _cls(llm.get("backend", "openai"))
+    check_kwargs(f"turn-segmenter: llm.args ({llm.get('backend', 'openai')})", cls, args)
+    cls.check(prompt=m.SEGMENT, **args)
+
+
+def build(llm: dict):
+    """The judge for the segmentation prompt (a missing API key is a one-line error here)."""
+    check(llm)
+    m = mtr()
+    return m.judge_for(m.SEGMENT, llm.get("backend", "openai"), **dict(llm.get("args") or {}))
+
+
+def settings(judge, llm: dict) -> dict:
+    """What the segmentation.json records of the LLM: backend, model, the judge's settings (base
+    URL without credentials, prompt identity, seed, temperature, parse attempts) and the
+    arguments given, never a key."""
+    args = {k: v for k, v in (llm.get("args") or {}).items() if k != "api_key"}
+    out = {"backend": llm.get("backend", "openai"), "model": judge.model,
+           "judge_settings": dict(getattr(judge, "settings", {}) or {}), "args": args,
+           "official": bool(judge.official)}
+    return redact(out)
+
+
+class Fatal:
+    """A fatal answer (a refused key, an unknown model) stops every later dialogue's requests:
+    each then fails with the same one line, and none is sent again."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.lock = threading.Lock()
+
+
+def _line(text: str | None, n: int = 80) -> str:
+    t = " ".join((text or "").split())
+    return repr(t[:n] + ("..." if len(t) > n else ""))
+
+
+def run(judge, transcript: str, span: tuple[float, float], runs: int, first_seed: int, min_parsed: int,
+        key: str, fatal: Fatal) -> tuple[list[Any], list[list[tuple[float, float]]]]:
+    """The `runs` segmentations of one dialogue: (judgements, each parsed run's turns). A failed
+    request, or fewer than min_parsed parsed runs, fails the dialogue with one line."""
+    from duplexeval_judge.client import CallError
+    if fatal.reason:
+        raise SampleError(key, fatal.reason)
+    try:
+        js = mtr().segment_turns(judge, transcript, span[0], span[1], runs=runs, first_seed=first_seed)
+    except CallError as exc:  # fatal: the same for every request
+        with fatal.lock:
+            fatal.reason = fatal.reason or f"LLM segmentation stopped: {exc}"
+        raise SampleError(key, fatal.reason) from None
+    for k, j in enumerate(js):
+        if j.status == "error":
+            raise SampleError(key, f"LLM segmentation run {k + 1} of {runs} failed: {j.error}")
+    parsed = [j for j in js if j.status == "ok"]
+    if len(parsed) < min_parsed:
+        k, bad = next((k, j) for k, j in enumerate(js) if j.status != "ok")
+        raise SampleError(key, f"LLM segmentation run {k + 1} of {runs}: no JSON turns in the reply after "
+                               f"{bad.attempts} attempt(s) ({_line(bad.raw)}); {len(parsed)} of {runs} "
+                               f"runs parsed, {min_parsed} needed")
+    # one list per run, an unparsed run's empty, so that run numbers stay those of the ledger
+    turns = [[(t["start"], t["end"]) for t in j.parsed.value["filtered_turn"]] if j.status == "ok" else []
+             for j in js]
+    return js, turns
