@@ -8,6 +8,8 @@ RUNTIME ?= local
 ASR ?= faster-whisper
 JUDGE ?= embedding-relevance
 LIMIT ?=
+# only these subsets of the dataset (space-separated; default: all)
+SUBSETS ?=
 PYTEST_ARGS ?=
 # per-stage limits (empty: the defaults, 6 h, 3/4 of the memory, every core)
 STAGE_TIMEOUT ?=
@@ -43,7 +45,7 @@ setup:
 
 eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
-	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(IMAGE_ARGS) $(if $(RUNNER_ARGS),--runner-args "$$RUNNER_ARGS") \
+	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(foreach s,$(SUBSETS),--subset $(s)) $(IMAGE_ARGS) $(if $(RUNNER_ARGS),--runner-args "$$RUNNER_ARGS") \
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \

@@ -18,9 +18,11 @@ def test_default_cascade_and_embedding_judge(tmp_path):
     assert [s["status"] for s in run["stages"]] == ["ok"] * 5 and run["missing"] == {}
     store = tmp_path / "store"
     metrics = read_json(store / run["stages"][-1]["key"] / "metrics.json")
-    assert set(metrics["subsets"]) == {"synthetic_pause_handling", "synthetic_turn_taking",
-                                       "synthetic_user_interruption"}
+    assert set(metrics["subsets"]) == {"synthetic_backchannel", "synthetic_pause_handling", "synthetic_turn_taking",
+                                       "synthetic_user_interruption"}   # all four tasks
     assert all(m["n"] == 1 for m in metrics["subsets"].values())
+    bc = metrics["subsets"]["synthetic_backchannel"]["official"]   # scored against the dataset's ground truth
+    assert set(bc) >= {"tor", "freq", "jsd"} and 0 <= bc["jsd"] <= 1   # (1: the official value without segments)
     runner = read_json(next((store / run["stages"][1]["key"] / "samples").glob("*/*/runner.json")))
     assert runner["runner"] == "cascade" and set(runner["models"]) >= {"silero-vad", "piper-voice"}
     judge = read_json(store / run["stages"][3]["key"] / "judge.json")

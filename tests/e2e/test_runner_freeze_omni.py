@@ -22,6 +22,7 @@ from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.wavio import write_wav
 
 from ..conftest import command, exact_speech
+from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_freeze_omni import cert, server  # noqa: F401  (fixtures)
 
 # These tests are about placement, barge-in and repair, not about pacing (the core's drift check has
@@ -72,7 +73,7 @@ def latency_barge_in_and_repair(tmp_path, server, cert, runtime: str):  # noqa: 
                  die_times=1)
     env = {"MODEL_URL": srv.url, "MODEL_CA": str(cert[0]),
            **({"DUPLEXEVAL_DOCKER_NETWORK": "host"} if runtime == "docker" else {})}
-    args = ["eval", "--model", "freeze-omni", "--dataset", "fdb-mini", "--judge", "none", "--limit", "1",
+    args = ["eval", "--model", "freeze-omni", "--dataset", "fdb-mini", *SUBSET_ARGS, "--judge", "none", "--limit", "1",
             "--runner-arg", "concurrency=3", "--runner-arg", "grace_s=0", "--runtime", runtime, *DRIFT]
 
     first = dx(tmp_path, *args, env=env)

@@ -23,6 +23,7 @@ from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.wavio import write_wav
 
 from ..conftest import command, exact_speech
+from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_gemini_live import KEY, cert, server  # noqa: F401  (fixtures)
 
 # These tests are about placement, barge-in and repair, not about pacing (the core's drift check has
@@ -57,7 +58,7 @@ def test_gemini_live_through_the_pipeline(tmp_path, server, cert):  # noqa: F811
     srv = server(reply_delay_s=0.5, reply_wav=str(reply), die_after=20, die_how="close", die_in_session=2)
     home = tmp_path / "home"
     env = {"GEMINI_API_KEY": KEY, "MODEL_URL": srv.url, "MODEL_CA": str(cert[0])}
-    args = ["eval", "--model", "gemini-live", "--dataset", "fdb-mini", "--limit", "2", "--judge", "none",
+    args = ["eval", "--model", "gemini-live", "--dataset", "fdb-mini", *SUBSET_ARGS, "--limit", "2", "--judge", "none",
             "--runner-arg", "grace_s=1.0", *DRIFT]
 
     first = dx(home, *args, env=env)

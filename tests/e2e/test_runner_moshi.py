@@ -17,6 +17,7 @@ import soundfile as sf
 from duplexeval_common.jsonio import read_json, read_jsonl
 
 from ..conftest import command
+from ..conftest import SUBSET_ARGS
 
 HINT = "huggingface-cli download kyutai/moshiko-pytorch-bf16 --local-dir"
 
@@ -32,7 +33,7 @@ def stage_dir(home, run: dict, name: str):
     return home / "store" / stage["key"]
 
 
-ARGS = ["eval", "--model", "moshi", "--dataset", "fdb-mini", "--judge", "none", "--limit", "1",
+ARGS = ["eval", "--model", "moshi", "--dataset", "fdb-mini", *SUBSET_ARGS, "--judge", "none", "--limit", "1",
         "--runner-arg", "threads=1"]
 
 

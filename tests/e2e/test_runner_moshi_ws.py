@@ -29,6 +29,7 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_common.wavio import write_wav
 
 from ..conftest import command, exact_speech
+from ..conftest import SUBSET_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "duplex_runner" / "moshi_server.py"
@@ -71,7 +72,7 @@ def loud(x: np.ndarray, level: float = 0.01) -> np.ndarray:
 
 
 def test_moshi_ws_through_the_pipeline(tmp_path, double):
-    args = ["eval", "--model", "moshi-ws", "--judge", "none", "--limit", "1"]
+    args = ["eval", "--model", "moshi-ws", *SUBSET_ARGS, "--judge", "none", "--limit", "1"]
     first = dx(tmp_path, *args, env={"MODEL_URL": double})
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
     run1 = read_json(tmp_path / "runs" / "latest" / "run.json")

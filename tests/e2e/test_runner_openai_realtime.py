@@ -24,6 +24,7 @@ from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.wavio import write_wav
 
 from ..conftest import command, exact_speech
+from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_openai_realtime import server  # noqa: F401  (the double's fixture)
 
 # These tests are about placement, barge-in and repair, not about pacing (the core's drift check has
@@ -56,7 +57,7 @@ def test_openai_realtime_through_the_pipeline(tmp_path, server):  # noqa: F811
     srv = server(api_key=KEY, reply_wav=str(reply), reply_delay_s=0.5, speed=4.0, vad_level=0.002, detect_ms=200,
                  die_in_session=2, die_at_s=1.0)
     env = {"OPENAI_API_KEY": KEY, "MODEL_URL": srv.url}
-    args = ["eval", "--model", "openai-realtime", "--dataset", "fdb-mini", "--judge", "none", "--limit", "2",
+    args = ["eval", "--model", "openai-realtime", "--dataset", "fdb-mini", *SUBSET_ARGS, "--judge", "none", "--limit", "2",
             "--runner-arg", "concurrency=3", *DRIFT]
 
     nokey = dx(home, *args, env={"MODEL_URL": srv.url})

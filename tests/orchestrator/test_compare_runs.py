@@ -15,7 +15,7 @@ from duplexeval.cli import main
 from duplexeval.store import Store
 from duplexeval_common.jsonio import read_json
 
-from ..conftest import command
+from ..conftest import SUBSET_ARGS, command
 
 
 _MADE: dict = {}  # made once per test process, even when another module imports the fixtures
@@ -23,7 +23,8 @@ _MADE: dict = {}  # made once per test process, even when another module imports
 
 @pytest.fixture(scope="session")
 def scored_runs(tmp_path_factory):
-    """One home with two finished runs of fdb-mini, 2 samples per subset: {"home", "fixed", "silence"}.
+    """One home with two finished runs of fdb-mini (its three original subsets), 2 samples per subset:
+    {"home", "fixed", "silence"}.
     (Shared with test_leaderboard.py.)"""
     if "runs" not in _MADE:
         _MADE["runs"] = _make_runs(tmp_path_factory)
@@ -35,7 +36,7 @@ def _make_runs(tmp_path_factory) -> dict:
     ids = {}
     for model in ("fixed-latency", "silence"):
         p = subprocess.run([command("duplexeval"), "--home", str(home), "eval", "--model", model, "--judge", "none",
-                            "--limit", "2"], capture_output=True, text=True)
+                            "--limit", "2", *SUBSET_ARGS], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr[-3000:]
         ids[model.split("-")[0]] = read_json(home / "runs" / "latest" / "run.json")["run_id"]
     return {"home": home, **ids}

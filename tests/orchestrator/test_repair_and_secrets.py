@@ -22,6 +22,7 @@ import pytest
 from duplexeval_common.jsonio import read_json
 
 from ..conftest import command
+from ..conftest import SUBSET_ARGS
 from ..duplex_runner.servers import cert  # noqa: F401  (a fixture)
 from ..duplex_runner.test_freeze_omni import server  # noqa: F401  (a fixture: a Freeze-Omni protocol double)
 
@@ -41,7 +42,7 @@ def test_a_sample_repaired_on_rerun_reaches_the_metrics(tmp_path, server, cert):
     srv = server(reply_delay_s=0.5, die_after=40, die_how="disconnect", die_in_session=2)
     env = {"MODEL_URL": srv.url, "MODEL_CA": str(cert[0])}
     # (about repair, not pacing: a loaded machine may delay one send past 20 ms)
-    args = ["eval", "--model", "freeze-omni", "--judge", "none", "--limit", "1", "--runner-arg", "drift_limit_ms=100"]
+    args = ["eval", "--model", "freeze-omni", *SUBSET_ARGS, "--judge", "none", "--limit", "1", "--runner-arg", "drift_limit_ms=100"]
     first = dx(tmp_path, *args, env=env)
     assert first.returncode == 1, first.stderr[-3000:]
     run1 = read_json(tmp_path / "runs" / "latest" / "run.json")

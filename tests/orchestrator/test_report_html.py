@@ -108,7 +108,7 @@ def test_tables_equal_metrics_json(home):
     from duplexeval_aggregator import report as agg
     metrics = read_json(run_dir(home) / "metrics.json")
     tables = dict(parse(run_dir(home) / "report.html").tables)
-    assert len(metrics["subsets"]) == 3
+    assert len(metrics["subsets"]) == 4   # fdb-mini: pause, turn-taking, interruption, backchannel
     for subset, m in metrics["subsets"].items():
         rows = tables[f"subset subset-{subset}"]
         head, body = rows[0], rows[1:]
@@ -119,6 +119,9 @@ def test_tables_equal_metrics_json(home):
             want = m["official"].get(k.split("[")[0])
             assert v == ("-" if want is None else f"{want:.4f}"), (subset, k)
         unified = {r[2]: r[3:] for r in body if r[2]}
+        if not m["unified"]:   # backchannel: the aggregator's line saying the official numbers are the reference
+            assert set(unified) == {agg.NO_UNIFIED}, subset
+            continue
         assert set(unified) == set(m["unified"]), subset
         for k, e in m["unified"].items():
             value, interval, count_n, _ = unified[k]
@@ -138,6 +141,9 @@ def test_every_sample_has_a_page_with_its_outcome(home):
             for x in (stage_dir(home, "aggregate") / "unified-samples.jsonl").read_text().splitlines()}
     for r in table[1:]:
         key = f"{r[0]}/{r[1]}"
+        if r[0] == "synthetic_backchannel":   # no unified row: the official column only
+            assert key not in rows and r[2] == "-" and "official column only" in r[3], r
+            continue
         row = rows[key]
         expected = row.get("outcome") or ("intrusion" if row["pause_intrusion"] else "no intrusion")
         assert r[2] == expected, key
@@ -159,6 +165,10 @@ def _annotation(home, key):
                 for x in read_json(d / "pause.json")]
     if (d / "turn_taking.json").is_file():
         return [{"name": "E", "t": round(read_json(d / "turn_taking.json")[0]["timestamp"][0], 6)}]
+    if key.startswith("synthetic_backchannel/"):   # its transition-relevance places, from sample.json
+        trps = read_json(d / "sample.json")["backchannel"]["trps"]
+        assert trps
+        return [{"name": "TRP", "t": round(t, 6)} for t in trps]
     s, r = read_json(d / "interrupt.json")[0]["timestamp"]
     return [{"name": "S", "t": round(s, 6)}, {"name": "R", "t": round(r, 6)}]
 
@@ -247,9 +257,9 @@ def test_same_bytes_each_build_and_a_new_folder_per_digest(home, tmp_path):
     for name in ("a", "b"):
         out = tmp_path / name
         out.mkdir()
-        assert run_report.build(store, rec, out) == 3
+        assert run_report.build(store, rec, out) == 4
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*.html"))})
-    assert outs[0] == outs[1] and len(outs[0]) == 4
+    assert outs[0] == outs[1] and len(outs[0]) == 5   # the index and a page per sample
     stored = run_dir(home) / "report.html"
     assert stored.read_bytes() == outs[0][Path("report.html")]  # eval's build: the same bytes
 

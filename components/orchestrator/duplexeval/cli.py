@@ -63,6 +63,8 @@ def main(ctx, home):
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
 @click.option("--judge", default="embedding-relevance", show_default=True)
 @click.option("--limit", type=int, default=None, help="At most N samples per subset (N >= 1).")
+@click.option("--subset", "subsets", multiple=True,
+              help="Only this subset of the dataset (repeatable; default: every subset).")
 @click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
 @click.option("--image", "images", multiple=True, help="COMPONENT=IMAGE: use this image (docker runtime).")
 @click.option("--runner-arg", "runner_args", multiple=True, help="NAME=VALUE passed to the runner.")
@@ -94,7 +96,7 @@ def main(ctx, home):
               help="Times a cancelled, preempted or crashed shard is resubmitted.")
 @click.pass_obj
 @one_line_errors
-def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, runner_args, runner_args_line,
+def eval_cmd(store: Store, model, dataset, asr, judge, limit, subsets, runtime, images, runner_args, runner_args_line,
              asr_args, judge_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
              slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
     """Run the whole pipeline and print the metrics.
@@ -111,7 +113,7 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, runtime, images, r
             raise DuplexEvalError(f"--runner-args {runner_args_line!r}: {exc}") from None
     plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
                         _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
-                        official_revision=official_revision)
+                        official_revision=official_revision, subsets=list(subsets) or None)
     if images and runtime != "docker":
         raise DuplexEvalError("--image applies to the docker runtime: add --runtime docker")
     rt = _runtime(runtime, _parse_pairs(images, "--image"))

@@ -79,7 +79,7 @@ PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir", "tree")
 def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | None,
                  runner_args: dict | None = None, asr_args: dict | None = None,
                  judge_args: dict | None = None, environ: dict | None = None,
-                 official_revision: str | None = None) -> list[StageSpec]:
+                 official_revision: str | None = None, subsets: list[str] | None = None) -> list[StageSpec]:
     environ = os.environ if environ is None else environ
     if limit is not None and limit < 1:
         raise DuplexEvalError(f"--limit must be at least 1 (samples per subset), got {limit}")
@@ -92,7 +92,8 @@ def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | No
         if arg not in j_args and environ.get(var):
             j_args[arg] = environ[var]
     return [
-        StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit},
+        StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit,
+                                            **({"subsets": sorted(set(subsets))} if subsets else {})},
                   [Source(dataset, ds_source)]),
         StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
                                            **({"content": content} if content else {})},

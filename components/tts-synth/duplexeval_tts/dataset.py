@@ -31,10 +31,11 @@ from . import __version__
 from . import voices as voicemix
 from .compose import BUILDERS, Built, backchannel_gt, speakers_of, transcription
 from .engines import PEAK, TRIM_THRESHOLD, Engine, load_engine, render
-from .scripts import Script, load_scripts, parse_entry
+from .scripts import Script, load_scripts, parse_entry, select_subsets
 
 DEFAULTS = {"dataset": "fdb-mini", "limit": None, "engine": "piper", "voice": None,
-            "sample_rate": 16000, "timing": {}, "voices": None, "seed": None, "jobs": None, "samples": None}
+            "sample_rate": 16000, "timing": {}, "voices": None, "seed": None, "jobs": None, "samples": None,
+            "subsets": None}
 MAX_JOBS = 8
 ICC_GT = "icc_gt_distribution.json"
 
@@ -177,6 +178,8 @@ class DatasetStage:
         if len(bc) > 1:
             raise DuplexEvalError(f"at most one backchannel subset per dataset ({ICC_GT} is keyed by "
                                   f"sample id); found {', '.join(sorted(bc))}")
+        keep = select_subsets(list(self.scripts), self.cfg["subsets"], "tts-synth")
+        self.scripts = {k: v for k, v in self.scripts.items() if k in keep}
         limit = self.cfg["limit"]
         self.samples = [Sample(subset, str(i)) for subset, script in sorted(self.scripts.items())
                         for i in range(len(script.entries) if limit is None

@@ -32,7 +32,7 @@ from . import __version__
 FORMAT = "duplexeval-import/1"
 MANIFEST = "manifest.json"
 ICC_GT = "icc_gt_distribution.json"
-SETTINGS = ("dataset", "limit", "jobs")  # the others (engine, voice, ...) are about synthesis
+SETTINGS = ("dataset", "limit", "jobs", "subsets")  # the others (engine, voice, ...) are about synthesis
 ANNOTATION = {"pause_handling": "pause.json", "smooth_turn_taking": "turn_taking.json",
               "user_interruption": "interrupt.json"}
 
@@ -84,6 +84,9 @@ class ImportedStage:
             task_of(s.subset)  # a subset without a known task is a one-line error here
             self.rows[s.key] = r
             chosen.setdefault(s.subset, []).append(s)
+        from .scripts import select_subsets
+        keep = select_subsets(list(chosen), self.config.get("subsets"), "tts-synth (imported dataset)")
+        chosen = {k: v for k, v in chosen.items() if k in keep}
         limit = self.config.get("limit")
         self.samples = sorted((s for ss in chosen.values()
                                for s in sorted(ss, key=Sample.sort_key)[:limit]), key=Sample.sort_key)

@@ -253,3 +253,17 @@ def _speech(items: Any, min_pauses: int = 1, max_pause: float = MAX_SILENCE_S) -
     if len(out) % 2 == 0:
         raise ValueError("speech must end with text, not a pause")
     return out
+
+
+def select_subsets(available: list[str], wanted, where: str) -> set[str]:
+    """The subsets a `subsets` setting keeps (null: all); a name the dataset lacks is a one-line
+    error listing the dataset's subsets."""
+    if wanted is None:
+        return set(available)
+    if not isinstance(wanted, list) or not wanted or not all(isinstance(x, str) and x for x in wanted):
+        raise DuplexEvalError(f"{where}: setting subsets must be null or a non-empty list of subset names")
+    unknown = sorted(set(wanted) - set(available))
+    if unknown:
+        raise DuplexEvalError(f"{where}: no subset {unknown[0]!r} in this dataset; it has "
+                              f"{', '.join(sorted(available))}")
+    return set(wanted)

@@ -323,8 +323,16 @@ def _words(data: RunData, path: Path | None, notes: list[str]) -> list[tuple[str
 
 
 def _markers(data: RunData, s: Sample, notes: list[str]) -> tuple[list, list]:
-    """(pauses, markers) from the dataset's annotation: pause spans, E, S and R (docs/metrics.md)."""
+    """(pauses, markers) from the dataset's annotation: pause spans, E, S and R (docs/metrics.md);
+    for a backchannel sample, its transition-relevance places (TRP) when sample.json has them."""
     task = known_task(s.subset)
+    if task == "backchannel":
+        p = data.find(s.key, "sample.json")
+        doc = _read_json(p, data, f"{s.key} sample.json") if p is not None else None
+        trps = ((doc or {}).get("backchannel") or {}).get("trps") if isinstance(doc, dict) else None
+        if isinstance(trps, list) and all(isinstance(t, (int, float)) for t in trps):
+            return [], [("TRP", float(t)) for t in trps]
+        return [], []
     name = {"pause_handling": "pause.json", "smooth_turn_taking": "turn_taking.json",
             "user_interruption": "interrupt.json"}.get(task)
     if name is None:
