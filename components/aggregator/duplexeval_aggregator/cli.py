@@ -16,6 +16,17 @@ from . import revisions
 from .errors import InputError
 
 
+def _check_out(tree: Path, out: Path) -> None:
+    """--out must be a folder (or not exist yet) outside the tree; else one line and exit code 2."""
+    from duplexeval_common.samples import inside
+    if out.exists() and not out.is_dir():
+        click.echo(f"error: --out {out} exists and is not a folder", err=True)
+        sys.exit(2)
+    if tree.is_dir() and inside(tree, out):
+        click.echo(f"error: --out {out} lies inside the tree {tree}: choose a folder outside it", err=True)
+        sys.exit(2)
+
+
 @click.group()
 def main() -> None:
     """duplexeval aggregator: Full-Duplex-Bench v1.0 scoring (official-compatible and unified)."""
@@ -53,13 +64,7 @@ def fdb_v1(tree: Path, out: Path, icc_gt: Path | None, cache_dir: Path | None, j
     from .report import invalid_lines, render
     from .score import build
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
-    if out.exists() and not out.is_dir():
-        click.echo(f"error: --out {out} exists and is not a folder", err=True)
-        sys.exit(2)
-    from duplexeval_common.samples import inside
-    if tree.is_dir() and inside(tree, out):
-        click.echo(f"error: --out {out} lies inside the tree {tree}: choose a folder outside it", err=True)
-        sys.exit(2)
+    _check_out(tree, out)
     if jobs is not None and jobs < 1:
         click.echo(f"error: --jobs must be at least 1, got {jobs}", err=True)
         sys.exit(2)
@@ -121,15 +126,9 @@ def compare_cmd(a: Path, b: Path, json_out: Path | None, allow_revision_mismatch
 def mtr_cmd(tree: Path, out: Path, strict: bool) -> None:
     """Score an MTR-DuplexBench tree (paper and released-code columns, per round and over rounds)."""
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
-    from duplexeval_common.samples import inside
     from .mtr.score import score_tree
     from .schemas import validate
-    if out.exists() and not out.is_dir():
-        click.echo(f"error: --out {out} exists and is not a folder", err=True)
-        sys.exit(2)
-    if tree.is_dir() and inside(tree, out):
-        click.echo(f"error: --out {out} lies inside the tree {tree}: choose a folder outside it", err=True)
-        sys.exit(2)
+    _check_out(tree, out)
     try:
         metrics, rows = score_tree(tree, strict=strict)
     except InputError as exc:

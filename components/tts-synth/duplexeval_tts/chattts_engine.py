@@ -14,13 +14,12 @@ When the package or the folder is missing: one line with the install hint, no tr
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from duplexeval_common import optional
-from duplexeval_common.errors import DuplexEvalError, MissingDependency
+from duplexeval_common.errors import DuplexEvalError
 
 WHAT = "tts engine 'chattts'"
 DIR_ENV = "CHATTTS_DIR"
@@ -34,15 +33,8 @@ SAMPLE_RATE = 24000
 
 
 def weights_dir(model_dir: str | None = None) -> Path:
-    value = model_dir or os.environ.get(DIR_ENV, "")
-    if not value:
-        raise MissingDependency(f"{WHAT} (no weights folder: ${DIR_ENV} is not set)", WEIGHTS_HINT)
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise MissingDependency(f"{WHAT} (weights folder {path} not found)", WEIGHTS_HINT)
-    if not (path / "asset").is_dir():
-        raise MissingDependency(f"{WHAT} ({path} has no asset/ folder)", WEIGHTS_HINT)
-    return path
+    from .engines import weights_folder
+    return weights_folder(WHAT, DIR_ENV, WEIGHTS_HINT, "asset/", model_dir)
 
 
 def parse_voice(voice: str) -> int:

@@ -17,14 +17,13 @@ When the package or the folder is missing: one line with the install hint, no tr
 from __future__ import annotations
 
 import inspect
-import os
 import random
 from pathlib import Path
 
 import numpy as np
 
 from duplexeval_common import optional
-from duplexeval_common.errors import DuplexEvalError, MissingDependency
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 
 WHAT = "tts engine 'cosyvoice2'"
@@ -37,15 +36,8 @@ SEED = 1986
 
 
 def weights_dir(model_dir: str | None = None) -> Path:
-    value = model_dir or os.environ.get(DIR_ENV, "")
-    if not value:
-        raise MissingDependency(f"{WHAT} (no weights folder: ${DIR_ENV} is not set)", WEIGHTS_HINT)
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise MissingDependency(f"{WHAT} (weights folder {path} not found)", WEIGHTS_HINT)
-    if not (path / "cosyvoice2.yaml").is_file():
-        raise MissingDependency(f"{WHAT} ({path} has no cosyvoice2.yaml)", WEIGHTS_HINT)
-    return path
+    from .engines import weights_folder
+    return weights_folder(WHAT, DIR_ENV, WEIGHTS_HINT, "cosyvoice2.yaml", model_dir)
 
 
 def _require_package() -> None:

@@ -15,6 +15,8 @@ voice, so the bytes do not depend on `jobs`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -38,6 +40,13 @@ DEFAULTS = {"dataset": "fdb-mini", "limit": None, "engine": "piper", "voice": No
             "subsets": None}
 MAX_JOBS = 8
 ICC_GT = "icc_gt_distribution.json"
+
+
+def sample_files(folder: Path) -> dict[str, str]:
+    """{name: sha256} of a finished sample folder's files, for its manifest row (the seal and
+    hidden files left out)."""
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir())
+            if p.is_file() and p.name != DONE and not p.name.startswith(".")}
 
 
 def default_jobs() -> int:
@@ -254,8 +263,7 @@ class DatasetStage:
                              "reason": status.get("reason", "not built")})
                 continue
             folder = sctx.output / SAMPLES / s.subset / s.id
-            files = {p.name: sha256_file(p) for p in sorted(folder.iterdir())
-                     if p.is_file() and p.name != DONE and not p.name.startswith(".")}
+            files = sample_files(folder)
             sample = read_json(folder / "sample.json")
             duration = float(sample["duration_s"])
             row = {"subset": s.subset, "id": s.id, "task": s.task, "duration_s": duration, "files": files}

@@ -126,3 +126,21 @@ def render(engine: Engine, text: str, sample_rate: int) -> np.ndarray:
     if seg.size == 0:
         raise DuplexEvalError(f"{engine.name} produced no speech for {text!r}")
     return seg
+
+
+def weights_folder(what: str, env_var: str, hint: str, marker: str, model_dir: str | None = None):
+    """The local weights folder of an engine that loads from one (chattts, cosyvoice2): `model_dir`
+    or $env_var, which must exist and hold `marker` (a file or folder the upstream loader needs);
+    MissingDependency with the install hint otherwise."""
+    import os
+    from pathlib import Path
+    from duplexeval_common.errors import MissingDependency
+    value = model_dir or os.environ.get(env_var, "")
+    if not value:
+        raise MissingDependency(f"{what} (no weights folder: ${env_var} is not set)", hint)
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise MissingDependency(f"{what} (weights folder {path} not found)", hint)
+    if not (path / marker).exists():
+        raise MissingDependency(f"{what} ({path} has no {marker})", hint)
+    return path

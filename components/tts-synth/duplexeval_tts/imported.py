@@ -24,10 +24,11 @@ from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_file, sha256_json
 from duplexeval_common.jsonio import atomic_write_bytes
 from duplexeval_common.progress import log
-from duplexeval_common.samples import DONE, SAMPLES, Inputs, Sample, check_name, inside, task_of
+from duplexeval_common.samples import SAMPLES, Inputs, Sample, check_name, inside, task_of
 from duplexeval_common.stage import SampleContext, Stage, StageContext
 
 from . import __version__
+from .dataset import sample_files
 
 FORMAT = "duplexeval-import/1"
 MANIFEST = "manifest.json"
@@ -151,8 +152,7 @@ class ImportedStage:
                              "reason": status.get("reason", "not copied")})
                 continue
             folder = sctx.output / SAMPLES / s.subset / s.id
-            files = {p.name: sha256_file(p) for p in sorted(folder.iterdir())
-                     if p.is_file() and p.name != DONE and not p.name.startswith(".")}
+            files = sample_files(folder)
             rows.append({"subset": s.subset, "id": s.id, "task": s.task,
                          "duration_s": self.rows[s.key].get("duration_s") or _duration(folder / "input.wav"),
                          "files": files})
