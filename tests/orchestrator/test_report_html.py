@@ -232,7 +232,7 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
 def test_secrets_from_the_environment_never_reach_a_page(home, tmp_path, monkeypatch):
     from duplexeval.html import run_report
     from duplexeval.store import Store
-    secret = "sk-test-9f8e7d6c5b4a39281706"
+    secret = "planted-test-key-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     h = copy_home(home, tmp_path / "h")
     key = "synthetic_turn_taking/0"

@@ -221,7 +221,7 @@ def test_chattts_voice_names():
 
 
 # -- openai against a protocol test double ---------------------------------------------------
-KEY = "sk-test-double-0123456789abcdef"
+KEY = "planted-test-key-double-0123456789abcdef"
 TRANSPORTS = ["http", pytest.param("openai", marks=pytest.mark.skipif(
     not optional.has_module("openai"), reason="openai package not installed"))]
 
