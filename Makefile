@@ -2,11 +2,15 @@
 SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(VENV)/bin
+# fdb-v1 (Full-Duplex-Bench v1.0) or mtr (MTR-DuplexBench); empty: the dataset's, else fdb-v1
+BENCHMARK ?=
 MODEL ?= cascade
-DATASET ?= fdb-mini
+# empty: the benchmark's default (fdb-mini, mtr-mini)
+DATASET ?=
 RUNTIME ?= local
 ASR ?= faster-whisper
-JUDGE ?= embedding-relevance
+# empty: the benchmark's default (embedding-relevance for fdb-v1, local-llm for mtr)
+JUDGE ?=
 LIMIT ?=
 # only these subsets of the dataset (space-separated; default: all)
 SUBSETS ?=
@@ -44,8 +48,9 @@ setup:
 	@scripts/setup-venv.sh
 
 eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
-	$(BIN)/duplexeval eval --model $(MODEL) --dataset $(DATASET) --runtime $(RUNTIME) --asr $(ASR) \
-	  --judge $(JUDGE) $(if $(LIMIT),--limit $(LIMIT)) $(foreach s,$(SUBSETS),--subset $(s)) $(IMAGE_ARGS) $(if $(RUNNER_ARGS),--runner-args "$$RUNNER_ARGS") \
+	$(BIN)/duplexeval eval $(if $(BENCHMARK),--benchmark $(BENCHMARK)) --model $(MODEL) \
+	  $(if $(DATASET),--dataset $(DATASET)) --runtime $(RUNTIME) --asr $(ASR) \
+	  $(if $(JUDGE),--judge $(JUDGE)) $(if $(LIMIT),--limit $(LIMIT)) $(foreach s,$(SUBSETS),--subset $(s)) $(IMAGE_ARGS) $(if $(RUNNER_ARGS),--runner-args "$$RUNNER_ARGS") \
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \
@@ -55,21 +60,26 @@ eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 	  $(if $(SLURM_GPUS_RUNNER),--slurm-gpus-runner $(SLURM_GPUS_RUNNER)) \
 	  $(if $(SLURM_RETRIES),--slurm-retries $(SLURM_RETRIES)) $(foreach a,$(SLURM_SBATCH_ARGS),--slurm-sbatch-arg=$(a))
 
-# the images `make eval RUNTIME=docker` needs: the pipeline's components and the runner image of MODEL
+# the images `make eval RUNTIME=docker` needs: the benchmark's components and the runner image of MODEL
 eval-images: setup
-	@runner=$$($(BIN)/python -c 'import sys; from duplexeval import catalog; print(catalog.model(sys.argv[1]).component)' "$(MODEL)") \
-	  && $(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common tts-synth asr-aligner judge aggregator $$runner \
-	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh tts-synth asr-aligner judge aggregator $$runner
+	@comps=$$($(BIN)/python -m duplexeval.benchmarks.images "$(BENCHMARK)" "$(DATASET)" "$(MODEL)") \
+	  && $(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common $$comps \
+	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh $$comps
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
 
+# BENCHMARK=mtr scores a tree of MTR encodings, transcripts and judgements (docs/mtr.md)
 score: setup
 	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder in the official layout> (and OUT=<folder>)" >&2; exit 2; }
 	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for metrics.json> (and TREE=<folder>)" >&2; exit 2; }
+ifeq ($(BENCHMARK),mtr)
+	$(BIN)/aggregator mtr --tree "$(TREE)" --out "$(OUT)" $(if $(filter 1,$(STRICT)),--strict)
+else
 	$(BIN)/aggregator fdb-v1 --tree "$(TREE)" --out "$(OUT)" $(if $(ICC_GT),--icc-gt "$(ICC_GT)") \
 	  $(if $(filter 1,$(EXCLUDE_INVALID)),--exclude-invalid) \
 	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)")
+endif
 
 runs: setup
 	@$(BIN)/duplexeval runs

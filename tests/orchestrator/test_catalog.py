@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from duplexeval import catalog, paths, plan
+from duplexeval import benchmarks, catalog, paths, plan
 from duplexeval.runtime_docker_stage import DockerRuntime
 from duplexeval.runtime_local import LocalRuntime
 from duplexeval_common.errors import DuplexEvalError
@@ -66,8 +66,8 @@ def test_the_replay_tree_content_is_part_of_the_runner_key(tmp_path):
     out.write_bytes(b"one")
 
     def runner_config():
-        specs = plan.fdb_pipeline("replay", "fdb-mini", "faster-whisper", "none", 1,
-                                  environ={"REPLAY_TREE": str(tree)})
+        specs = benchmarks.get("fdb-v1").plan("replay", "fdb-mini", "faster-whisper", "none", 1,
+                                               environ={"REPLAY_TREE": str(tree)})
         (spec,) = [s for s in specs if s.name == "runner"]
         assert spec.component == "runner-replay" and str(tree) in spec.host_paths()
         return spec.config

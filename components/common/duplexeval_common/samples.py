@@ -19,13 +19,21 @@ STAGE_RECORD = "stage.json"
 MANIFEST = "manifest.json"
 DONE = "_done.json"
 
-# Task of a subset, from the official subset names' suffixes.
+# Task of a subset, from the official subset names' suffixes (Full-Duplex-Bench v1.0), then
+# MTR-DuplexBench's four tasks (`<set>_features`, `<set>_instruction_following`, `<set>_safety`,
+# `<source>_dialogue_quality`; docs/mtr.md).
 _TASK_SUFFIXES = (
     ("pause_handling", "pause_handling"),
     ("turn_taking", "smooth_turn_taking"),
     ("backchannel", "backchannel"),
     ("user_interruption", "user_interruption"),
+    ("_features", "features"),
+    ("_instruction_following", "instruction_following"),
+    ("_safety", "safety"),
+    ("_dialogue_quality", "dialogue_quality"),
 )
+FDB_TASKS = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption")
+MTR_TASKS = ("features", "instruction_following", "safety", "dialogue_quality")
 
 
 # A sample id or subset name is one plain path component: letters, digits, '_', '-', '.',

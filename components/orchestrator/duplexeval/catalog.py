@@ -4,8 +4,8 @@ A model is a runner package (components/runners/<package>/: its code, pinned req
 Dockerfile), a runner it registers, and the settings this entry gives it; its runner stage is
 the component `runner-<package>` (image duplexeval/runner-<package>:<version>; locally the
 shared .venv, or .venvs/runner-<package> when the package needs an environment of its own).
-Adding a model is its package plus one entry here. Datasets map to the stage that produces
-the samples.
+Adding a model is its package plus one entry here. Datasets are declared by the benchmarks
+(benchmarks/) and map to the stage that produces the samples.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from duplexeval_common.errors import DuplexEvalError
 
-from .paths import DATASETS
 
 # Where a networked model's endpoint comes from when --runner-arg does not give it: the
 # orchestrator copies these variables into runner_args, so the endpoint (never a key) is part of
@@ -91,14 +90,14 @@ MODELS = {
                     "official-layout tree (REPLAY_TREE)", env_args={"tree": "REPLAY_TREE"}),
 }
 
-DATASETS_KNOWN = {
-    "fdb-mini": ("tts-synth", DATASETS / "fdb-mini",
-                 "embedded Full-Duplex-Bench-style set synthesized with Piper (pause, turn-taking, "
-                 "interruption, backchannel)"),
-    "fdb-synth": ("tts-synth", DATASETS / "fdb-synth",
-                  "synthetic Full-Duplex-Bench v1.0 at the official sizes (727 samples: pause, conversational "
-                  "pause, turn-taking, interruption with 7 s + 15 s, backchannel with ground truth), several voices"),
-}
+def _builtin() -> dict[str, tuple[str, object, str]]:
+    """The datasets the benchmarks declare (benchmarks/: each benchmark lists its own)."""
+    from .benchmarks import builtin_datasets
+    return {name: (d.component, d.path, d.summary)
+            for name, (_, b) in sorted(builtin_datasets().items()) for d in b.datasets if d.name == name}
+
+
+DATASETS_KNOWN = _builtin()
 
 
 def model(name: str) -> Model:
@@ -119,6 +118,26 @@ def imported_datasets(root=None) -> dict[str, tuple[str, object, str]]:
             continue
         out[d.name] = ("tts-synth", d, describe_import(d))
     return out
+
+
+def imported_benchmark(name: str, root=None) -> str | None:
+    """The benchmark of a dataset imported under <home>/datasets/<name>/: "mtr" when its manifest
+    lists MTR round or dialogue samples (`duplexeval import mtr`), else "fdb-v1"; None when there
+    is no such import or its manifest cannot be read (the dataset stage then names the problem)."""
+    from duplexeval_common.jsonio import read_json
+    from duplexeval_common.samples import name_problem
+
+    from .importers import imported_folder
+    if name_problem(name) is not None:
+        return None
+    folder = imported_folder(name, root)
+    if folder is None:
+        return None
+    try:
+        rows = read_json(folder / "manifest.json").get("samples") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    return "mtr" if any(isinstance(r, dict) and r.get("mtr") for r in rows) else "fdb-v1"
 
 
 def datasets(root=None) -> dict[str, tuple[str, object, str]]:

@@ -18,8 +18,8 @@ from duplexeval_common.secrets import redact, scrub
 
 from . import __version__, catalog, provenance
 from .engine import Engine, missing_samples
-from .plan import fdb_pipeline
-from .report import print_missing, print_report, print_timing, summary_from_metrics
+from . import benchmarks
+from .report import print_missing, print_report, print_timing
 from .runtime import Limits
 from .runtime_local import LocalRuntime
 from .store import Store
@@ -46,7 +46,7 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict:
     return out
 
 
-@click.group(help="Evaluate full-duplex spoken dialogue models on Full-Duplex-Bench-style tasks.")
+@click.group(help="Evaluate full-duplex spoken dialogue models on Full-Duplex-Bench v1.0 and MTR-DuplexBench.")
 @click.version_option(__version__)
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="Folder holding store/ and runs/ (default $DUPLEXEVAL_HOME or the current folder).")
@@ -58,10 +58,13 @@ def main(ctx, home):
 
 
 @main.command("eval")
+@click.option("--benchmark", default=None,
+              help="fdb-v1 or mtr (see `duplexeval benchmarks`; default: the dataset's, else fdb-v1).")
 @click.option("--model", default="cascade", show_default=True, help="Model to evaluate (see `duplexeval models`).")
-@click.option("--dataset", default="fdb-mini", show_default=True)
+@click.option("--dataset", default=None, help="Dataset (default: the benchmark's: fdb-mini, mtr-mini).")
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
-@click.option("--judge", default="embedding-relevance", show_default=True)
+@click.option("--judge", default=None,
+              help="Judge (default: the benchmark's: embedding-relevance for fdb-v1, local-llm for mtr).")
 @click.option("--limit", type=int, default=None, help="At most N samples per subset (N >= 1).")
 @click.option("--subset", "subsets", multiple=True,
               help="Only this subset of the dataset (repeatable; default: every subset).")
@@ -73,6 +76,9 @@ def main(ctx, home):
                    "system_prompt=\"You are brief.\"' (make's RUNNER_ARGS).")
 @click.option("--asr-arg", "asr_args", multiple=True, help="NAME=VALUE passed to the ASR backend.")
 @click.option("--judge-arg", "judge_args", multiple=True, help="NAME=VALUE passed to the judge.")
+@click.option("--segmenter-arg", "segmenter_args", multiple=True,
+              help="NAME=VALUE passed to the turn-segmenter (mtr), e.g. llm='{\"backend\": \"openai\", "
+                   "\"args\": {\"model\": \"gpt-4o\"}}' for the paper's LLM segmentation.")
 @click.option("--stage-timeout", type=float, default=None,
               help="Seconds a stage may run before it is killed (default 21600).")
 @click.option("--memory-gb", type=float, default=None,
@@ -96,8 +102,8 @@ def main(ctx, home):
               help="Times a cancelled, preempted or crashed shard is resubmitted.")
 @click.pass_obj
 @one_line_errors
-def eval_cmd(store: Store, model, dataset, asr, judge, limit, subsets, runtime, images, runner_args, runner_args_line,
-             asr_args, judge_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
+def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets, runtime, images, runner_args,
+             runner_args_line, asr_args, judge_args, segmenter_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
              slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
     """Run the whole pipeline and print the metrics.
 
@@ -111,9 +117,12 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, subsets, runtime, 
             runner_args = (*shlex.split(runner_args_line), *runner_args)
         except ValueError as exc:
             raise DuplexEvalError(f"--runner-args {runner_args_line!r}: {exc}") from None
-    plan = fdb_pipeline(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
-                        _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
-                        official_revision=official_revision, subsets=list(subsets) or None)
+    bench, dataset = benchmarks.resolve(benchmark, dataset)
+    judge = judge or bench.default_judge
+    plan = bench.plan(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
+                      _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
+                      official_revision=official_revision, subsets=list(subsets) or None,
+                      segmenter_args=_parse_pairs(segmenter_args, "--segmenter-arg"))
     if images and runtime != "docker":
         raise DuplexEvalError("--image applies to the docker runtime: add --runtime docker")
     rt = _runtime(runtime, _parse_pairs(images, "--image"))
@@ -130,7 +139,7 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, subsets, runtime, 
     atomic_write_text(run_dir / "packages.txt", "".join(f"{line}\n" for line in pk_list))
     record = {
         "run_id": run_id, "command": [scrub(a) for a in ["duplexeval", *sys.argv[1:]]], "runtime": runtime,
-        "dataset": dataset, "model": model, "asr": asr, "judge": judge, "limit": limit, "status": "running",
+        "benchmark": bench.name, "dataset": dataset, "model": model, "asr": asr, "judge": judge, "limit": limit, "status": "running",
         "stages": [], "limits": limits.record(), "environment": {**provenance.environment(),
                                                               "duplexeval": __version__},
         "summary": None, "missing": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -156,11 +165,11 @@ def eval_cmd(store: Store, model, dataset, asr, judge, limit, subsets, runtime, 
     last = results[-1]
     agg_dir = store.stage_dir(last.key)
     metrics_path = agg_dir / "metrics.json"
-    summary = summary_from_metrics(read_json(metrics_path)) if last.name == "aggregate" \
+    summary = bench.summary(read_json(metrics_path)) if last.name == "aggregate" \
         and last.status != "failed" and metrics_path.is_file() else None
     missing = missing_samples(results)
     if summary is not None:
-        missing.update({k: v for k, v in missing_in_metrics(agg_dir).items() if k not in missing})
+        missing.update({k: v for k, v in bench.missing(agg_dir).items() if k not in missing})
     failed = [r for r in results if r.status == "failed"]
     status = "failed" if failed or len(results) < len(plan) else ("partial" if missing else "ok")
     record["environment"]["machine"]["load_average_end"] = provenance.load_average()
@@ -241,24 +250,19 @@ def models_cmd():
     for name, m in sorted(catalog.MODELS.items()):
         click.echo(f"model   {name:16} {m.summary} [{m.component}]")
     for name, (_, _, summary) in sorted(catalog.datasets().items()):
-        click.echo(f"dataset {name:16} {summary}")
+        owner = benchmarks.of_dataset(name)
+        click.echo(f"dataset {name:16} {summary}" + (f" [{owner}]" if owner else ""))
 
 
-MISSING_REASONS = ("missing:", "failed:", "invalid:", "ineligible:")
-
-
-def missing_in_metrics(agg_dir: Path) -> dict[str, str]:
-    """Samples the aggregator could not score for want of an input (a missing or invalid file, a
-    failed stage): from unified-samples.jsonl, with their reasons and problems."""
-    from duplexeval_common.jsonio import read_jsonl
-    out: dict[str, str] = {}
-    rows = agg_dir / "unified-samples.jsonl"
-    for row in read_jsonl(rows) if rows.is_file() else []:
-        why = [r for r in row.get("reasons", []) if r.startswith(MISSING_REASONS)]
-        if not row.get("eligible", True) and why:
-            out[row["sample_id"]] = "aggregate: " + ", ".join(why) + (
-                f" ({row['problem']})" if row.get("problem") else "")
-    return out
+@main.command("benchmarks")
+def benchmarks_cmd():
+    """List the benchmarks: their datasets, default judge and stages."""
+    for b in benchmarks.all_benchmarks():
+        stages = " -> ".join(s.name for s in b.plan("silence", b.default_dataset, "faster-whisper",
+                                                   b.default_judge, None, environ={}))
+        click.echo(f"{b.name:8} {b.title}: datasets {', '.join(d.name for d in b.datasets)} (default "
+                   f"{b.default_dataset}); judge {b.default_judge} (also {', '.join(j for j in b.judges if j != b.default_judge)})")
+        click.echo(f"{'':8} stages {stages}; `make score BENCHMARK={b.name}` runs {' '.join(b.score_command)}")
 
 
 def judge_usage(store: Store, results: list) -> dict | None:

@@ -1,4 +1,4 @@
-"""The pipeline as a list of stage specs.
+"""Stage specs, and the stages every benchmark's plan shares (benchmarks/: each benchmark's plan).
 
 A stage spec names its component, its settings, the stages (or source folders) it reads, and
 whether it needs a network and which credential variables. Keys are derived from these and from
@@ -76,36 +76,39 @@ def content_digests(args: dict) -> dict:
 PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir", "tree")
 
 
-def fdb_pipeline(model: str, dataset: str, asr: str, judge: str, limit: int | None,
-                 runner_args: dict | None = None, asr_args: dict | None = None,
-                 judge_args: dict | None = None, environ: dict | None = None,
-                 official_revision: str | None = None, subsets: list[str] | None = None) -> list[StageSpec]:
-    environ = os.environ if environ is None else environ
+def check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise DuplexEvalError(f"--limit must be at least 1 (samples per subset), got {limit}")
-    m = catalog.model(model)
+
+
+def dataset_stage(dataset: str, limit: int | None, subsets: list[str] | None) -> StageSpec:
+    """The stage that makes the samples of a dataset (built-in scripts or an imported folder)."""
+    check_limit(limit)
     ds_component, ds_source, _ = catalog.dataset(dataset)
+    return StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit,
+                                               **({"subsets": sorted(set(subsets))} if subsets else {})},
+                     [Source(dataset, ds_source)])
+
+
+def runner_stage(model: str, runner_args: dict | None, inputs: list, environ: dict) -> StageSpec:
+    """The model's runner stage: its catalog settings, the endpoint from the environment, the
+    content digest of the folders its settings name."""
+    m = catalog.model(model)
     r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
     content = content_digests(r_args)
+    return StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
+                                              **({"content": content} if content else {})},
+                     inputs, network=m.network, keys=m.keys)
+
+
+def judge_stage(judge: str, judge_args: dict | None, inputs: list, environ: dict, extra: dict | None = None) -> StageSpec:
+    """The judge stage; an API judge's endpoint from the environment when not given, its key by name."""
     j_args = dict(judge_args or {})
     for arg, var in JUDGE_ENDPOINTS.get(judge, {}).items():
         if arg not in j_args and environ.get(var):
             j_args[arg] = environ[var]
-    return [
-        StageSpec("dataset", ds_component, {"dataset": dataset, "limit": limit,
-                                            **({"subsets": sorted(set(subsets))} if subsets else {})},
-                  [Source(dataset, ds_source)]),
-        StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
-                                           **({"content": content} if content else {})},
-                  ["dataset"], network=m.network, keys=m.keys),
-        StageSpec("asr", "asr-aligner", {"backend": asr, "backend_args": dict(asr_args or {})},
-                  ["dataset", "runner"]),
-        StageSpec("judge", "judge", {"judge": judge, "judge_args": j_args}, ["dataset", "asr"],
-                  network=judge not in OFFLINE_JUDGES, keys=JUDGE_KEYS.get(judge, ())),
-        StageSpec("aggregate", "aggregator",
-                  {"benchmark": "fdb-v1", **({"official_revision": official_revision} if official_revision else {})},
-                  ["dataset", "runner", "asr", "judge"]),
-    ]
+    return StageSpec("judge", "judge", {"judge": judge, "judge_args": j_args, **(extra or {})}, inputs,
+                     network=judge not in OFFLINE_JUDGES, keys=JUDGE_KEYS.get(judge, ()))
 
 
 def endpoints(spec: StageSpec) -> list[str]:

@@ -7,18 +7,9 @@ from pathlib import Path
 import click
 
 
-def summary_from_metrics(metrics: dict) -> dict:
-    """The part of metrics.json that run.json keeps: official values and unified values per subset."""
-    out = {}
-    for subset, m in sorted(metrics.get("subsets", {}).items()):
-        out[subset] = {"n": m.get("n"), "official": m.get("official", {}),
-                       "unified": {k: v.get("value") if isinstance(v, dict) else v
-                                   for k, v in m.get("unified", {}).items()}}
-    return out
-
-
 def print_report(report_md: Path) -> None:
-    """The aggregator's table (official and unified columns, intervals), from its report.md."""
+    """The aggregator's table, from its report.md: the first fenced block when it has one
+    (Full-Duplex-Bench: official and unified columns, intervals), else the whole text."""
     if not report_md.is_file():
         return
     text = report_md.read_text(encoding="utf-8")

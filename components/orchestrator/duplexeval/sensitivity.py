@@ -54,6 +54,8 @@ def grid(asrs: list[str], thresholds: list[float], silences: list[int]) -> list[
 
 def _run_stages(store: Store, run: str) -> tuple[dict, dict[str, dict]]:
     rec = read_json(store.resolve_run(run) / "run.json")
+    if rec.get("benchmark", "fdb-v1") != "fdb-v1":
+        raise DuplexEvalError(f"run {run} is a {rec['benchmark']} run: sensitivity re-scores fdb-v1 runs only")
     stages = {s["name"]: s for s in rec.get("stages", [])}
     for need in ("dataset", "runner", "asr", "judge", "aggregate"):
         if need not in stages or stages[need]["status"] == "failed":
