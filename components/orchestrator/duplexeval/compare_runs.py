@@ -68,6 +68,9 @@ def is_archive_ref(store: Store, ref: str) -> bool:
 
 
 def _aggregate_stage(run: dict, where: str) -> dict:
+    if run.get("benchmark", "fdb-v1") != "fdb-v1":
+        raise DuplexEvalError(f"{where}: a {run.get('benchmark')} run; compare pairs fdb-v1 runs sample by sample "
+                              "(MTR runs: compare their metrics.json per round, docs/mtr.md)")
     stage = next((s for s in run.get("stages") or [] if s.get("name") == "aggregate"), None)
     if stage is None or stage.get("status") == "failed":
         raise DuplexEvalError(f"{where}: the run has no completed aggregate stage (nothing scored to compare)")

@@ -80,6 +80,8 @@ def read_entry(path: Path, out: Path) -> dict:
             raise DuplexEvalError(f"run.json not readable ({exc})") from None
         if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
             raise DuplexEvalError("run.json is not a run record")
+        if run.get("benchmark", "fdb-v1") != "fdb-v1":
+            raise DuplexEvalError(f"a {run.get('benchmark')} run: the leaderboard ranks fdb-v1 runs")
         stage = next((s for s in run.get("stages") or [] if isinstance(s, dict) and s.get("name") == "aggregate"),
                      None)
         if stage is None or stage.get("status") == "failed":
