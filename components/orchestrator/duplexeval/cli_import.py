@@ -69,6 +69,19 @@ def folder_cmd(store, directory, name, subset, force):
     _done(import_folder(directory, name, subset, _home(store), force))
 
 
+@import_group.command("mtr")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--name", default="mtr", show_default=True, help="The dataset's name (for eval --dataset).")
+@click.option("--force", is_flag=True, help="Replace a dataset already imported under this name.")
+@click.pass_obj
+@one_line_errors
+def mtr_cmd(store, directory, name, force):
+    """The MTR-DuplexBench release (Hugging Face Jeff0918/MTR-DuplexBench): DIRECTORY is its data/
+    folder or holds it. Writes round samples (docs/datasets.md, "Importing MTR-DuplexBench")."""
+    from .importers_mtr import import_mtr
+    _done(import_mtr(directory, name, _home(store), force))
+
+
 @import_group.command("list")
 @click.pass_obj
 @one_line_errors

@@ -115,6 +115,8 @@ class ImportedStage:
                                           "import it again")
             atomic_write_bytes(ctx.work / name, data)
             ctx.written.append(name)
+        if row.get("mtr"):  # an MTR round or dialogue: round.json / dialogue.json is its annotation
+            return
         ctx.write_json("sample.json", self._sample_json(ctx, row), "sample")
 
     def _sample_json(self, ctx: SampleContext, row: dict) -> dict:
@@ -153,9 +155,10 @@ class ImportedStage:
                 continue
             folder = sctx.output / SAMPLES / s.subset / s.id
             files = sample_files(folder)
+            mtr = {"mtr": self.rows[s.key]["mtr"]} if self.rows[s.key].get("mtr") else {}
             rows.append({"subset": s.subset, "id": s.id, "task": s.task,
                          "duration_s": self.rows[s.key].get("duration_s") or _duration(folder / "input.wav"),
-                         "files": files})
+                         "files": files, **mtr})
         gt_sha = self.manifest.get("icc_gt_sha256")
         if gt_sha:
             data = (self.root / ICC_GT).read_bytes() if (self.root / ICC_GT).is_file() else None
