@@ -118,28 +118,24 @@ def compare_cmd(a: Path, b: Path, json_out: Path | None, allow_revision_mismatch
               help="MTR scoring tree: <subset>/<dialogue_id>/ with encoding.json and transcript.json "
                    "or judgements.jsonl (docs/mtr.md).")
 @click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="Folder for metrics.json (mtr-metrics) and rounds.jsonl (mtr-round).")
+              help="Folder for metrics.json (mtr-metrics), rounds.jsonl (mtr-round) and report.md.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first invalid dialogue (exit 2, nothing written). Default: list each "
                    "invalid dialogue on stderr, score the rest, record them and exit 1.")
 @one_line_errors
 def mtr_cmd(tree: Path, out: Path, strict: bool) -> None:
     """Score an MTR-DuplexBench tree (paper and released-code columns, per round and over rounds)."""
-    from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
-    from .mtr.score import score_tree
-    from .schemas import validate
+    from duplexeval_common.jsonio import atomic_write_many as write_all
+    from .mtr.score import score_outputs
     _check_out(tree, out)
     try:
-        metrics, rows = score_tree(tree, strict=strict)
+        metrics, files = score_outputs(tree, strict=strict)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    validate("mtr-metrics", metrics, "metrics.json")
-    for row in rows:
-        validate("mtr-round", row, "rounds.jsonl")
     for bad in metrics["invalid"]:
         click.echo(f"invalid: {bad['dialogue']}: {bad['problem']}", err=True)
-    write_all({out / "metrics.json": dumps(metrics), out / "rounds.jsonl": jsonl(rows)})
+    write_all({out / name: text for name, text in files.items()})
     if metrics["invalid"]:
         sys.exit(1)
 

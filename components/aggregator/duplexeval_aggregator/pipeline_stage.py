@@ -15,10 +15,16 @@ of the subset folder without it (score.py). The VAD cache is the user cache
 (user_cache_dir()/vad, i.e. $DUPLEXEVAL_CACHE/vad when the orchestrator sets it), the same
 default as `aggregator fdb-v1`, so a rescore of audio already seen is warm.
 
-Settings (schemas/config-aggregator.schema.json): `benchmark` ("fdb-v1"), `icc_gt` (the ICC
-ground-truth file) and `official_revision` (the upstream Full-Duplex-Bench revision the
-official column reproduces, a name or alias of revisions.py; default revisions.DEFAULT). An
-unknown revision stops `aggregator check` and `aggregator run` with one line (exit code 2).
+Settings (schemas/config-aggregator.schema.json): `benchmark` ("fdb-v1", the default, or "mtr"),
+`icc_gt` (the ICC ground-truth file) and `official_revision` (the upstream Full-Duplex-Bench
+revision the official column reproduces, a name or alias of revisions.py; default
+revisions.DEFAULT). An unknown revision stops `aggregator check` and `aggregator run` with one
+line (exit code 2).
+
+With "benchmark": "mtr" the stage scores MTR-DuplexBench round samples instead
+(duplexeval_aggregator.mtr.pipeline: the scoring tree under OUT/tree/, then metrics.json,
+rounds.jsonl and report.md by the code of `aggregator mtr`); `icc_gt` and `official_revision`
+do not apply to it (a revision given is still checked).
 """
 
 from __future__ import annotations
@@ -118,5 +124,8 @@ def official_revision(config: dict) -> revisions.Revision:
 
 def make_stage(config: dict) -> Stage:
     official_revision(config)  # an unknown revision stops `check` and `run` before any work
-    return Stage("aggregator", __version__, lambda ctx: None, finalize=score_stage,
+    finalize = score_stage
+    if config.get("benchmark") == "mtr":
+        from .mtr.pipeline import score_stage as finalize
+    return Stage("aggregator", __version__, lambda ctx: None, finalize=finalize,
                  select=lambda inputs, cfg: [], check=official_revision)

@@ -5,7 +5,9 @@
 
 Modules: rules (paper and released-code success rules for one round), encodings (reading and
 validating the tree), rounds (per-round and cumulative tables with Wilson intervals), judged
-(dialogue quality, instruction following, safety from judgements), score (the command's glue).
+(dialogue quality, instruction following, safety from judgements), score (the command's glue;
+score_outputs gives metrics.json, rounds.jsonl and report.md), report (report.md), pipeline (the
+aggregate stage with {"benchmark": "mtr"}: round samples -> TREE -> the same outputs).
 """
 
 from .encodings import Dialogue, Round, load_dialogue, load_tree

@@ -86,20 +86,18 @@ def summary(metrics: dict) -> dict:
 
 
 def missing(agg_dir: Path) -> dict[str, str]:
-    """Round samples the scorer could not use, with why (metrics.json's `missing` and `invalid`)."""
+    """Round samples the scorer could not use, and why: metrics.json's `missing` (declared rounds
+    not observed, by round sample) and `invalid` (dialogues left out, by dialogue)."""
     from duplexeval_common.jsonio import read_json
     path = agg_dir / "metrics.json"
     if not path.is_file():
         return {}
     m = read_json(path)
     out: dict[str, str] = {}
-    for key, why in sorted((m.get("missing") or {}).items()):
-        out[key] = f"aggregate: {why}"
+    for row in m.get("missing") or []:
+        out[str(row["sample"])] = f"aggregate: {row['reason']}"
     for row in m.get("invalid") or []:
-        if isinstance(row, dict):
-            out[str(row.get("dialogue") or row.get("key") or row)] = f"aggregate: invalid: {row.get('problem', '')}"
-        else:
-            out[str(row)] = "aggregate: invalid"
+        out[str(row["dialogue"])] = f"aggregate: invalid: {row['problem']}"
     return out
 
 
