@@ -14,6 +14,12 @@ warm):
                              pip, torch, common for the base targets; build (setuptools, wheel)
                              and component, or core and runner, for an image
   src/common/, src/component/   sources without build leftovers (a component: docker/Dockerfile.component)
+  src/libs/<folder>/         a component's duplexeval library dependencies beyond common (its
+                             pyproject.toml dependencies named duplexeval-*, transitively), which
+                             its own Dockerfile installs with --no-deps: the turn-segmenter's
+                             components/judge (duplexeval-judge's client, cache and prompts; the
+                             component's own requirements pin what it uses of it). No other
+                             component has one, so no other context changes.
   src/common/, src/core/, src/runners/<package>/   (a runner image runner-<x>: docker/Dockerfile.runner;
                              the core is components/duplex-runner, the packages are runners/<x> and
                              the duplexeval runner packages it depends on, docker/images.py)
@@ -32,10 +38,12 @@ import filecmp
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -154,6 +162,40 @@ def stage_reqs(wh: Path, py: str, req: Path | str, rdir: Path) -> set[str]:
     return files
 
 
+def component_libraries(name: str) -> list[Path]:
+    """The folders of component NAME's duplexeval library dependencies beyond common (its
+    pyproject.toml dependencies named duplexeval-*, transitively, dependencies first)."""
+    projects: dict[str, Path] = {}
+    for pp in sorted((REPO / "components").glob("*/pyproject.toml")):
+        try:
+            with open(pp, "rb") as f:
+                projects[reqs.norm(tomllib.load(f)["project"]["name"])] = pp.parent
+        except (KeyError, tomllib.TOMLDecodeError):
+            continue
+    skip_names = {reqs.norm("duplexeval-common")}
+    order: list[Path] = []
+
+    def visit(d: Path, path: tuple[str, ...]) -> None:
+        with open(d / "pyproject.toml", "rb") as f:
+            deps = tomllib.load(f).get("project", {}).get("dependencies", [])
+        for dep in deps:
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", dep)
+            n = reqs.norm(m.group(1)) if m else ""
+            if not n.startswith("duplexeval") or n in skip_names:
+                continue
+            if n not in projects:
+                raise images.ImageError(f"{name}: depends on {n}, which is no package under components/")
+            if n in path:
+                raise images.ImageError(f"{name}: dependency cycle through {n}")
+            lib = projects[n]
+            if lib not in order:
+                visit(lib, (*path, n))
+                order.append(lib)
+
+    visit(REPO / "components" / name, ())
+    return order
+
+
 def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
     """One context folder: a base target's (name None), one component's or one runner image's."""
     constraints = REPO / "constraints.txt"
@@ -180,6 +222,9 @@ def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
         sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
                 "component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
         srcs, req_names = {"common": comps / "common", "component": comps / name}, ["component"]
+        libs = component_libraries(name)
+        if libs:
+            nested["libs"] = {d.name: d for d in libs}
     for dest, src in srcs.items():  # src/<dest>
         sync_tree(src, ctx / "src" / dest)
     for top, subs in nested.items():  # src/<top>/<sub>, nothing else in src/<top>

@@ -14,18 +14,17 @@ A word with a null end counts as a point at its start.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from duplexeval_common.errors import SampleError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.ipus import group_words
 from duplexeval_common.stage import SampleContext
 
 from .voting import finite
 
 ROLES = ("user", "model")
 SCHEMA = "turn-segmenter-channel"
-_SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 
 @dataclass(frozen=True)
@@ -84,21 +83,13 @@ def read_channel(ctx: SampleContext, role: str) -> Channel:
 
 def asr_segments(ch: Channel, max_word_gap_s: float) -> tuple[list[Segment], str]:
     """The ASR segments the LLM reads: the channel's own `segments` when given, else its words
-    joined while the gap to the next word is at most max_word_gap_s and the word does not end a
-    sentence (. ! ? possibly followed by a closing quote or bracket)."""
+    grouped by duplexeval_common.ipus.group_words (a line ends after a word that ends a sentence,
+    `.`, `!` or `?` possibly followed by a closing quote or bracket, or at a gap to the next word
+    over max_word_gap_s; words with empty text are left out)."""
     if ch.segments is not None:
         return [s for s in ch.segments if s.text], "segments"
-    out: list[Segment] = []
-    cur: list[Segment] = []
-    for w in ch.words:
-        if cur and (w.start - cur[-1].end > max_word_gap_s or _SENTENCE_END.search(cur[-1].text)):
-            out.append(_join(cur))
-            cur = []
-        if w.text:
-            cur.append(w)
-    if cur:
-        out.append(_join(cur))
-    return out, "words"
+    rows = [{"text": w.text, "start": w.start, "end": w.end, "word": w} for w in ch.words]
+    return [_join([r["word"] for r in run]) for run in group_words(rows, max_word_gap_s)], "words"
 
 
 def _join(words: list[Segment]) -> Segment:

@@ -99,7 +99,7 @@ def segment_dialogue(ctx: SampleContext, state: State) -> dict:
         "dialogue_end_s": end, "dialogue_end_source": end_source,
         "span": {"start": span[0], "end": span[1]},
         "inputs": inputs,
-        "settings": {k: v for k, v in s.items() if k not in ("llm", "workers")},
+        "settings": {k: v for k, v in s.items() if k not in ("llm", "workers", "mode")},
     })
     return rec
 

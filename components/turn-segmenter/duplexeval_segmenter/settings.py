@@ -1,6 +1,9 @@
 """The stage's settings: defaults, checks (one line each), and the resolved record.
 
 Config keys (schemas/config-turn-segmenter.schema.json):
+  mode             "segment" (the default: segmentation.json per dialogue) or "rounds" (the
+                   dialogue-quality round samples from the segmentations, duplexeval_segmenter.rounds;
+                   it takes only mode, max_word_gap_s and workers)
   segmenter        "llm" or "offline"; default "llm" when `llm` is set, else "offline"
   llm              {"backend": "openai" | "local-llm", "args": {the judge's arguments}}
   runs             LLM segmentations per dialogue (6)
@@ -27,11 +30,18 @@ from . import offline
 from .voting import MEDIANS, MIN_VOTES, OVERLAP, RUNS, finite
 
 SPEECH_SOURCES = ("auto", "vad", "words")
+MODES = ("segment", "rounds")
+ROUNDS_KEYS = ("mode", "max_word_gap_s", "workers")
 
 
 def resolve(config: dict) -> dict:
     """Every setting, defaults filled in; a bad value is a one-line DuplexEvalError."""
     c = dict(config)
+    mode = c.get("mode", "segment")
+    if mode not in MODES:
+        raise DuplexEvalError(f"turn-segmenter: mode must be {' or '.join(MODES)}, not {mode!r}")
+    if mode == "rounds":
+        return resolve_rounds(c)
     seg = c.get("segmenter") or ("llm" if c.get("llm") else "offline")
     if seg not in ("llm", "offline"):
         raise DuplexEvalError(f"turn-segmenter: segmenter must be llm or offline, not {seg!r}")
@@ -54,10 +64,26 @@ def resolve(config: dict) -> dict:
         "max_word_gap_s": c.get("max_word_gap_s", 0.5),
         "offline": {**offline.DEFAULTS, **(c.get("offline") or {})},
         "workers": c.get("workers", 1),
+        "mode": mode,
     }
     if seg == "llm":
         out["llm"] = {"backend": c["llm"].get("backend", "openai"), "args": dict(c["llm"].get("args") or {})}
     _check(out)
+    return out
+
+
+def resolve_rounds(c: dict) -> dict:
+    """The settings of mode "rounds" (the segmenter's settings do not apply there)."""
+    unknown = sorted(set(c) - set(ROUNDS_KEYS))
+    if unknown:
+        raise DuplexEvalError(f"turn-segmenter: mode rounds takes only {', '.join(ROUNDS_KEYS)}; "
+                              f"not {', '.join(unknown)}")
+    out = {"mode": "rounds", "max_word_gap_s": c.get("max_word_gap_s", 0.5), "workers": c.get("workers", 1)}
+    if not (finite(out["max_word_gap_s"]) and out["max_word_gap_s"] >= 0):
+        raise DuplexEvalError(f"turn-segmenter: max_word_gap_s must be a number of at least 0, "
+                              f"got {out['max_word_gap_s']!r}")
+    if not _int(out["workers"], 1):
+        raise DuplexEvalError(f"turn-segmenter: workers must be an integer of at least 1, got {out['workers']!r}")
     return out
 
 

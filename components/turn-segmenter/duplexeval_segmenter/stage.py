@@ -1,7 +1,8 @@
 """The turn-segmenter stage: per dialogue segmentation.json, then the stage-level files.
 
 `turn-segmenter run --input DIR... --output DIR --config FILE` (the stage contract of
-duplexeval_common.stage): every sample of the inputs is a dialogue with user.json and
+duplexeval_common.stage). Config "mode": "rounds" makes the dialogue-quality round samples from
+the segmentations instead (duplexeval_segmenter.rounds). In the default mode "segment", every sample of the inputs is a dialogue with user.json and
 model.json. A dialogue whose inputs are bad, or whose LLM runs fail, fails alone with one line
 naming it; the others are kept. A missing API key or a bad setting stops the stage (exit 2)
 before any dialogue is read.
@@ -28,7 +29,11 @@ LEDGER = "turn-segmenter-ledger.jsonl"
 
 
 def make_stage(config: dict) -> Stage:
-    state = State(settings.resolve(config))
+    resolved = settings.resolve(config)
+    if resolved["mode"] == "rounds":
+        from .rounds import make_rounds_stage
+        return make_rounds_stage(resolved)
+    state = State(resolved)
 
     def check(_c: dict) -> None:
         if state.settings["segmenter"] == "llm":
