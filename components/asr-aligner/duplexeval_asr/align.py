@@ -13,9 +13,18 @@ writes vad.json; the ASR runs on the same samples, cropped at R for user_interru
 Digital silence is not sent to the ASR (an empty transcript). Words are kept as the backend
 gives them, a null end included (null in transcript.json and, as upstream, in output.json);
 a word whose span holds no VAD speech gets `"no_speech": true` in transcript.json.
+
+MTR-DuplexBench rounds (a sample with round.json, docs/mtr.md): the model's turn starts at the
+round's `start_s` (before it, output.wav holds the ground-truth history), so output.wav is
+cropped there the same way (`offset_s` = start_s, word times shifted back onto the dialogue
+timeline), and here the VAD hears the same crop: vad.json's segments are the crop's, shifted
+by start_s, with `offset_s` recorded (its duration_s stays the whole file's).
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,13 +37,35 @@ from .vad import SileroVad, in_silence, vad_record
 
 _ROUND = 6  # microseconds: removes float noise from adding the crop offset
 CHANNELS = ("mix", "left", "right")
+ROUND_FILE = "round.json"
 
 
-def crop_offset(ctx: SampleContext) -> float:
-    if ctx.sample.task != "user_interruption":
-        return 0.0
-    ann = ctx.read_json("interrupt.json", "interrupt")
-    return float(ann[0]["timestamp"][1])
+@dataclass(frozen=True)
+class Crop:
+    """Where the ASR starts listening in output.wav: `offset` seconds (0 = the whole file)."""
+    offset: float
+    what: str = ""        # names the offset in errors ("interruption end", "round start")
+    vad: bool = False     # the VAD hears the crop too (rounds) instead of the whole file
+
+
+def crop_offset(ctx: SampleContext) -> Crop:
+    """The crop of a sample: a round (round.json) starts at its start_s; user_interruption at
+    the end of the interruption R (as the official asr.py); anything else is not cropped."""
+    if ctx.has_input(ROUND_FILE):
+        return Crop(round_start(ctx), "round start", vad=True)
+    if ctx.sample.task == "user_interruption":
+        ann = ctx.read_json("interrupt.json", "interrupt")
+        return Crop(float(ann[0]["timestamp"][1]), "interruption end")
+    return Crop(0.0)
+
+
+def round_start(ctx: SampleContext) -> float:
+    """start_s of the sample's round.json (one line naming the sample when it cannot be read)."""
+    rnd = ctx.read_json(ROUND_FILE)
+    start = rnd.get("start_s") if isinstance(rnd, dict) else None
+    if isinstance(start, bool) or not isinstance(start, (int, float)) or not math.isfinite(start):
+        raise SampleError(ctx.id, f"{ROUND_FILE} has no numeric start_s (got {start!r})")
+    return float(start)
 
 
 def official_output(words: list[Word]) -> dict:
@@ -73,7 +104,8 @@ def load_audio(ctx: SampleContext, channel: str) -> tuple[np.ndarray, str]:
 
 def transcribe_sample(ctx: SampleContext, backend: Backend, vad: SileroVad | None = None,
                       channel: str = "mix") -> None:
-    offset = crop_offset(ctx)
+    crop = crop_offset(ctx)
+    offset = crop.offset
     provenance = None
     audio16 = None
     used = None
@@ -81,31 +113,41 @@ def transcribe_sample(ctx: SampleContext, backend: Backend, vad: SileroVad | Non
         audio16, used = load_audio(ctx, channel)
         duration = len(audio16) / ASR_RATE
         if not 0.0 <= offset <= duration:
-            raise SampleError(ctx.id, f"interruption end {offset} s lies outside output.wav "
+            raise SampleError(ctx.id, f"{crop.what} {offset} s lies outside output.wav "
                                       f"[0, {duration:.3f}] s")
+    start = int(offset * ASR_RATE)  # as the official asr.py crops
     if getattr(backend, "from_inputs", False):
         words, provenance = backend.words_for(ctx)
         if provenance.get("offset_s") is not None:
             offset = float(provenance["offset_s"])
     else:
-        crop = audio16[int(offset * ASR_RATE):]  # as the official asr.py crops
-        words = shift(backend.transcribe(crop), offset) if np.any(crop) else []
+        part = audio16[start:]
+        words = shift(backend.transcribe(part), offset) if np.any(part) else []
     segments = None
     if vad is not None and audio16 is not None:
-        record = vad_record(vad, audio16, used)
+        if crop.vad:
+            record = vad_record(vad, audio16[start:], used, offset=crop.offset, total=len(audio16))
+        else:
+            record = vad_record(vad, audio16, used)
         ctx.write_json("vad.json", record, "vad")
         segments = [(s["start"], s["end"]) for s in record["segments"]]
     ctx.write_json("output.json", official_output(words), "output")
+    transcript = transcript_record(backend, words, offset, used or channel, segments)
+    if provenance is not None:
+        transcript["precomputed"] = provenance
+    ctx.write_json("transcript.json", transcript, "transcript")
+
+
+def transcript_record(backend: Backend, words: list[Word], offset: float, channel: str,
+                      segments: list[tuple[float, float]] | None) -> dict:
+    """transcript.json's fields (schemas/transcript.schema.json); `segments`: VAD speech for the
+    no_speech flag (None: no VAD, no flag)."""
     rows = []
     for w in words:
         row = {"text": w.text, "start": w.start, "end": w.end, "probability": w.probability}
         if segments is not None:
             row["no_speech"] = in_silence(w, segments)
         rows.append(row)
-    transcript = {
-        "backend": backend.name, "model": backend.model, "model_sha256": backend.model_sha256,
-        "settings": backend.settings, "text": " ".join(w.text for w in words), "offset_s": offset,
-        "language": backend.settings.get("language"), "channel": used or channel, "words": rows}
-    if provenance is not None:
-        transcript["precomputed"] = provenance
-    ctx.write_json("transcript.json", transcript, "transcript")
+    return {"backend": backend.name, "model": backend.model, "model_sha256": backend.model_sha256,
+            "settings": backend.settings, "text": " ".join(w.text for w in words), "offset_s": offset,
+            "language": backend.settings.get("language"), "channel": channel, "words": rows}

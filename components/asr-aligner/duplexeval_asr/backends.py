@@ -1,7 +1,8 @@
 """The ASR backend registry.
 
-A backend turns 16 kHz mono audio into words with start and end times. Each
-one loads lazily, so only the chosen backend's package must be installed.
+A backend turns 16 kHz mono audio into words with start and end times (and, optionally,
+its own segments: `transcribe_segments`). Each one loads lazily, so only the chosen backend's
+package must be installed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ class Word:
     probability: float | None = None
 
 
+@dataclass(frozen=True)
+class Segment:
+    """One of the ASR's own segments (a decoded stretch of text), times in the audio given,
+    with the words the backend placed in it (empty when it gives none)."""
+    text: str
+    start: float
+    end: float
+    words: tuple[Word, ...] = ()
+
+
 class Backend(Protocol):
     name: str
     model: str          # what was loaded (name or path)
@@ -31,6 +42,20 @@ class Backend(Protocol):
     settings: dict
 
     def transcribe(self, audio: np.ndarray) -> list[Word]: ...
+
+
+# Optional: a backend that also has `transcribe_segments(audio) -> (words, segments)` gives its
+# own segments ([Segment]) with the same words; the dialogue mode writes them into user.json and
+# model.json (the lines the turn-segmenter's LLM reads). Without it the segments are omitted.
+
+
+def words_and_segments(backend, audio: np.ndarray) -> tuple[list[Word], list[Segment] | None]:
+    """(words, segments or None when the backend gives none) of 16 kHz mono audio."""
+    both = getattr(backend, "transcribe_segments", None)
+    if both is None:
+        return backend.transcribe(audio), None
+    words, segments = both(audio)
+    return words, segments
 
 
 BACKENDS = Registry("ASR backend")

@@ -20,7 +20,7 @@ from duplexeval_common import optional
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
 
-from .backends import Word
+from .backends import Segment, Word
 
 # Pinned as in components/asr-aligner/requirements.txt.
 FASTER_WHISPER_HINT = "pip install faster-whisper==1.2.1 ctranslate2==4.8.5"
@@ -56,6 +56,10 @@ class FasterWhisper:
                                                   cpu_threads=cpu_threads)
 
     def transcribe(self, audio: np.ndarray) -> list[Word]:
+        return self.transcribe_segments(audio)[0]
+
+    def transcribe_segments(self, audio: np.ndarray) -> tuple[list[Word], list[Segment]]:
+        """The words and faster-whisper's own segments (text stripped; empty ones dropped)."""
         s = self.settings
         segments, _ = self._model.transcribe(
             np.asarray(audio, dtype=np.float32), language=s["language"], beam_size=s["beam_size"],
@@ -64,10 +68,12 @@ class FasterWhisper:
                                                          "min_silence_duration_ms": s["vad_min_silence_ms"]},
             word_timestamps=True, temperature=s["temperature"],
             condition_on_previous_text=s["condition_on_previous_text"])
-        words = []
+        words, segs = [], []
         for seg in segments:
-            for w in seg.words or ():
-                text = w.word.strip()
-                if text:
-                    words.append(Word(text, float(w.start), float(w.end), float(w.probability)))
-        return words
+            mine = [Word(w.word.strip(), float(w.start), float(w.end), float(w.probability))
+                    for w in seg.words or () if w.word.strip()]
+            words += mine
+            text = (seg.text or "").strip()
+            if text:
+                segs.append(Segment(text, float(seg.start), max(float(seg.start), float(seg.end)), tuple(mine)))
+        return words, segs

@@ -87,11 +87,20 @@ def _model_sha256(path: str) -> str:
     return sha256_file(Path(path))
 
 
-def vad_record(vad: SileroVad, audio: np.ndarray, channel: str) -> dict:
+def vad_record(vad: SileroVad, audio: np.ndarray, channel: str, offset: float | None = None,
+               total: int | None = None) -> dict:
+    """vad.json of `audio`. A crop (MTR rounds): `audio` starts `offset` seconds into a file of
+    `total` samples; the segments are shifted by offset (the file's timeline), duration_s is
+    the whole file's and offset_s is recorded."""
     head = vad.record_head()
     head["settings"] = {**head["settings"], "channel": channel}
-    return {**head, "duration_s": round(len(audio) / ASR_RATE, 6),
-            "segments": [{"start": s, "end": e} for s, e in vad.segments(audio)]}
+    shift = offset or 0.0
+    record = {**head, "duration_s": round((len(audio) if total is None else total) / ASR_RATE, 6)}
+    if offset is not None:
+        record["offset_s"] = offset
+    record["segments"] = [{"start": round(s + shift, 6), "end": round(e + shift, 6)}
+                          for s, e in vad.segments(audio)]
+    return record
 
 
 def in_silence(word: Word, segments: list[tuple[float, float]]) -> bool:

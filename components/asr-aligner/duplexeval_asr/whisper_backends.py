@@ -31,7 +31,7 @@ from duplexeval_common.errors import DuplexEvalError, MissingDependency
 from duplexeval_common.hashing import sha256_file
 
 from . import convert
-from .backends import Word
+from .backends import Segment, Word
 
 # Pinned as in components/asr-aligner/requirements.txt (openai-whisper and the two libraries
 # install with --no-deps: openai-whisper declares triton, useless on CPU).
@@ -105,6 +105,20 @@ def _silero(onnx: bool):
     return silero_vad.load_silero_vad(onnx=onnx), silero_vad.get_speech_timestamps
 
 
+def _segments(items, text_key: str, prob_key: str) -> list[Segment]:
+    """The library's own segments (dicts or objects with text, start, end and words; a word's
+    text under text_key); empty ones dropped."""
+    out = []
+    for seg in items:
+        get = (lambda k: seg.get(k)) if isinstance(seg, dict) else (lambda k: getattr(seg, k, None))
+        text = (get("text") or "").strip()
+        start, end = get("start"), get("end")
+        if text and start is not None and end is not None:
+            out.append(Segment(text, float(start), max(float(start), float(end)),
+                               tuple(_words(get("words") or [], text_key, prob_key))))
+    return out
+
+
 def _words(items, text_key: str, prob_key: str) -> list[Word]:
     out = []
     for w in items:
@@ -165,6 +179,9 @@ class WhisperTimestamped:
         mod._has_onnx = True
 
     def transcribe(self, audio: np.ndarray) -> list[Word]:
+        return self.transcribe_segments(audio)[0]
+
+    def transcribe_segments(self, audio: np.ndarray) -> tuple[list[Word], list[Segment]]:
         import torch
         torch.set_num_threads(self._threads)
         s = self.settings
@@ -179,7 +196,7 @@ class WhisperTimestamped:
         words: list[Word] = []
         for seg in result.get("segments", []):
             words += _words(seg.get("words") or [], "text", "confidence")
-        return words
+        return words, _segments(result.get("segments", []), "text", "confidence")
 
 
 class StableTs:
@@ -230,6 +247,9 @@ class StableTs:
             cache[False] = _silero(onnx=False)  # stable-ts's vad_onnx=False (the default) path
 
     def transcribe(self, audio: np.ndarray) -> list[Word]:
+        return self.transcribe_segments(audio)[0]
+
+    def transcribe_segments(self, audio: np.ndarray) -> tuple[list[Word], list[Segment]]:
         import torch
         torch.set_num_threads(self._threads)
         s = self.settings
@@ -242,4 +262,4 @@ class StableTs:
         else:
             kw["beam_size"] = s["beam_size"] or 1
         result = self._model.transcribe(np.asarray(audio, dtype=np.float32), **kw)
-        return _words(result.all_words(), "word", "probability")
+        return _words(result.all_words(), "word", "probability"), _segments(result.segments, "word", "probability")
