@@ -74,17 +74,31 @@ def _frame(x: np.ndarray, k: int, F: int) -> np.ndarray:
 
 # -- lockstep / simulated, in process -----------------------------------------------------
 
-def drive_step(runner: StepRunner, x: np.ndarray, info: SampleInfo, out_sr: int, log: EventLog) -> Session:
+def drive_step(runner: StepRunner, x: np.ndarray, info: SampleInfo, out_sr: int, log: EventLog,
+               forced: tuple[np.ndarray, int] | None = None) -> Session:
+    """forced: (the GT model audio at info.sr, the round's first sample at info.sr) of a round whose
+    runner is teacher-forced: frames starting before that sample go to `force` instead of `step`."""
     F = frame_samples(runner, info.sr)
     clock = {"t": 0.0}
     session = Session(info, out_sr, log, now=lambda: clock["t"])
     n_frames = -(-len(x) // F)
     runner.open(session)
+    n_forced = 0
+    if forced is not None:
+        gt, start = forced
+        n_forced = min(-(-start // F), n_frames)  # frames k with k * F < start
     for k in range(n_frames):
         clock["t"] = (k + 1) * F / info.sr
-        y = runner.step(_frame(x, k, F), session)
+        if k < n_forced:
+            y = runner.force(_frame(x, k, F), _frame(gt, k, F), session)
+            what = f"audio at forced step {k}"
+        else:
+            y = runner.step(_frame(x, k, F), session)
+            what = f"audio at step {k}"
         if y is not None:
-            session.place(check_audio(runner, y, f"audio at step {k}"), t=k * F / info.sr)
+            session.place(check_audio(runner, y, what), t=k * F / info.sr)
+    if forced is not None:
+        session.stats["forced_steps"] = n_forced
     clock["t"] = n_frames * F / info.sr
     runner.close(session)
     session.stats.setdefault("steps", n_frames)

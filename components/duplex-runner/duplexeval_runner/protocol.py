@@ -28,6 +28,16 @@ Three kinds of runner, one per way a model consumes time (clocks.py drives each)
 - `OfflineRunner` (clock "simulated"): `run(user, sr, log)` over the whole input; only for
   things that are not models listening live (the `replay` of outputs made elsewhere).
 
+Multi-round samples (MTR-DuplexBench; rounds.py): a sample with `round.json` is one round of a
+dialogue. `session.round` is the parsed round.json (None for an ordinary sample), available in
+`open`. The runner's class attribute `history` says how it meets the ground-truth (GT) history
+before the round's `start_s`: "teacher-forced" (a StepRunner with a real `force`: for every frame
+that starts before start_s the core calls `force(user_frame, assistant_frame, session)` instead of
+`step`, assistant_frame being the GT model audio of that frame at `in_sr`), "replayed" (the
+default: it runs over the history as over any input) or "external" (an OfflineRunner replaying
+outputs made elsewhere). Whatever the mode, the core replaces the output before start_s with the
+GT history (history.wav).
+
 Every runner: `name`, `clock`, `in_sr` / `out_sr` (None: the input's rate), `setup()` (load
 models once; cheap when called again), `settings()` and `models()` (recorded in
 runner.json), `deterministic` (the output depends only on input, settings and seed: the
@@ -37,7 +47,7 @@ event log then carries no wall times). It is built as `cls(seed=seed, **runner_a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -49,6 +59,8 @@ from .timeline import TimelineBuffer
 
 CLOCKS = ("lockstep", "realtime", "simulated")
 DRIFT_LIMIT_MS = 20.0
+# How a runner meets a round's ground-truth history (the class attribute `history`).
+HISTORY_MODES = ("teacher-forced", "replayed", "external")
 
 
 class SessionFailed(DuplexEvalError):
@@ -65,16 +77,21 @@ class SampleInfo:
     duration_s: float
     sr: int           # the rate frames arrive at (the runner's in_sr, or the input's)
     n_samples: int    # input samples at `sr`
+    # the parsed round.json of a round sample (rounds.py); None otherwise (not hashed or compared)
+    round: dict | None = field(default=None, compare=False)
 
 
 class Session:
     """One sample's output timeline and event log, owned by the core.
 
     `now()` is the clock's time on the input timeline: for a step runner, the end of the
-    frame being handled; for a stream runner, seconds since the clock started (t0)."""
+    frame being handled; for a stream runner, seconds since the clock started (t0).
+    `round` is the parsed round.json of a round sample (None for an ordinary sample)."""
 
     def __init__(self, info: SampleInfo, out_sr: int, log: EventLog, now: Callable[[], float]):
         self.info = info
+        self.round: dict | None = info.round
+        self.round_record: dict | None = None  # runner.json "round", set by the core after a round
         self.out_sr = int(out_sr)
         self.log = log
         self.stats = log.stats
@@ -118,6 +135,9 @@ class BaseRunner:
     in_sr: int | None = None
     out_sr: int | None = None
     profile: dict | None = None  # the profile file's record (profiles.py), when the runner has one
+    # How a round's GT history reaches the runner (HISTORY_MODES; rounds.py): "replayed" runs the
+    # runner over the history as over any input, its output there replaced by the GT.
+    history: str = "replayed"
 
     def setup(self) -> None:
         pass
@@ -139,6 +159,13 @@ class StepRunner(BaseRunner):
         pass
 
     def step(self, frame: np.ndarray, session: Session) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def force(self, user_frame: np.ndarray, assistant_frame: np.ndarray, session: Session) -> np.ndarray | None:
+        """A frame of a round's GT history (`history` = "teacher-forced" only): the user's frame and
+        the GT model audio over the same span (both at in_sr, the same length), instead of `step`.
+        Take in what the model would have heard and said; audio returned is placed like `step`'s
+        (at the frame's start), and whatever lands before the round's start_s is replaced by the GT."""
         raise NotImplementedError
 
     def close(self, session: Session) -> None:
@@ -198,6 +225,24 @@ def resolve_args(runner: str, defaults: dict[str, Any], given: dict[str, Any]) -
         raise DuplexEvalError(f"runner {runner!r}: unknown runner_args {', '.join(unknown)} "
                               f"(known: {', '.join(sorted(defaults))})")
     return {**defaults, **given}
+
+
+def history_mode(runner: Any) -> str:
+    """The runner's `history` mode, checked against its kind: "teacher-forced" needs a StepRunner
+    with its own `force`, "external" an OfflineRunner. A mismatch is a one-line error."""
+    mode = getattr(runner, "history", "replayed")
+    name = getattr(runner, "name", runner)
+    if mode not in HISTORY_MODES:
+        raise DuplexEvalError(f"runner {name!r} declares an unknown history mode {mode!r} "
+                              f"(known: {', '.join(HISTORY_MODES)})")
+    if mode == "teacher-forced" and not (isinstance(runner, StepRunner)
+                                         and type(runner).force is not StepRunner.force):
+        raise DuplexEvalError(f"runner {name!r} declares history 'teacher-forced' but is no StepRunner "
+                              "with a force() of its own")
+    if mode == "external" and not isinstance(runner, OfflineRunner):
+        raise DuplexEvalError(f"runner {name!r} declares history 'external', which only an OfflineRunner "
+                              "(outputs made elsewhere) can have")
+    return mode
 
 
 def kind_of(runner: Any) -> str:

@@ -10,6 +10,9 @@ samples that failed run again.
 `runner_args` the core takes for itself (CORE_ARGS, never passed to the runner):
 `concurrency`, how many samples run at once (network runners: one session each; default 1), and
 `drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20).
+A round sample of a multi-round benchmark (round.json + history.wav; rounds.py) is run the same
+way, its history met as the runner's `history` mode says, its output before the round's start the
+ground-truth history; runner.json then has `round`.
 A sample whose realtime pacing drifted past the limit is written, with `"status":
 "ineligible"` and the reason in runner.json: the aggregator leaves it out and counts it in
 coverage.
@@ -28,11 +31,11 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.secrets import redact
 from duplexeval_common.stage import SampleContext, Stage
 
-from . import __version__, deps
+from . import __version__, deps, rounds
 from .events import EventLog
 from .clocks import frame_samples, prepare_for_realtime
 from .harness import render
-from .protocol import DRIFT_LIMIT_MS, kind_of
+from .protocol import DRIFT_LIMIT_MS, history_mode, kind_of
 from .registry import RUNNERS, requires
 
 COMPONENT = "duplex-runner"
@@ -75,6 +78,7 @@ def build_runner(cfg: dict):
         runner.drift_limit_ms = float(cfg["core"]["drift_limit_ms"])
     if kind_of(runner) != "offline" and runner.in_sr:
         frame_samples(runner, runner.in_sr)  # a frame of no whole sample is a setting error, now
+    history_mode(runner)  # a history mode its kind cannot have: one line, before any sample runs
     if cfg["core"]["concurrency"] > 1 and kind_of(runner) != "stream":
         raise DuplexEvalError(f"runner {cfg['runner']!r} runs in process: concurrency applies to network "
                               "runners only (leave it at 1)")
@@ -92,6 +96,7 @@ def seed_everything(seed: int | None) -> None:
 
 def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
     user, sr = ctx.read_wav("input.wav", channels=None)  # any rate; several channels are mixed down
+    round_ = rounds.load(ctx, len(user), sr)  # None unless the sample has round.json (checked first)
     with _SETUP:
         runner.setup()
         if kind_of(runner) == "stream" and runner.clock == "realtime":
@@ -100,7 +105,7 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
         seed_everything(cfg["seed"])
     deterministic = bool(getattr(runner, "deterministic", False))
     log = EventLog(record_wall=not deterministic)
-    out, session = render(runner, user, sr, log, key=ctx.sample.key)
+    out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_)
     duration = len(user) / sr
     timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
     log.emit("stats", duration, **timing, **log.stats)
@@ -126,6 +131,8 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
         ctx.retry = f"ineligible: {ineligible}"  # kept and scored as ineligible; the next run tries again
     if getattr(runner, "profile", None):
         record["profile"] = runner.profile
+    if session.round_record is not None:
+        record["round"] = session.round_record
     ctx.write_wav("output.wav", out, sr)
     # Whatever a runner put in its settings or events, no credential is written: a URL's password or
     # secret query parameter, a secret-named setting, a key of the environment (secrets.redact).

@@ -27,6 +27,15 @@ placed with `session.place` at a time that is never before that detection, and t
 `session.interrupt` at the detection time: nothing lands in the past of the decision. The
 runner's clock is "simulated" (the core drives it as fast as it runs); the `clock` runner_arg
 says how compute time is charged to the timeline.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "teacher-forced". At `open` the
+round's GT history (round.json `history`: user lines as user messages, model lines as assistant
+messages, in order, consecutive lines of one role joined) becomes the conversation the LLM is
+given, so its first reply in the round is conditioned on the GT history (an `llm_context` event
+records those messages). `force` keeps each history frame in the heard audio (so the turn audio
+of the round is cut from the right place) and moves the VAD's clock on without running the VAD,
+ASR or LLM on it; the frame that straddles the round's start goes through `step` (it holds the
+round's first audio). From the round's start on, every frame is a `step`.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ import numpy as np
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.progress import log as progress_log
 
-from duplexeval_runner.protocol import Session, StepRunner, resolve_args
+from duplexeval_runner.protocol import Session, SessionFailed, StepRunner, resolve_args
+from duplexeval_runner.rounds import history_lines
 from duplexeval_runner_controls import vad
 from duplexeval_runner_controls.tts import PiperTTS, voice_rate
 
@@ -68,6 +78,7 @@ DEFAULTS: dict[str, Any] = {
 class CascadeRunner(StepRunner):
     name = "cascade"
     clock = "simulated"
+    history = "teacher-forced"
     in_sr = vad.SR
     frame_ms = vad.CHUNK * 1000 / vad.SR  # 32 ms: one VAD chunk per step
 
@@ -134,6 +145,13 @@ class CascadeRunner(StepRunner):
             self._load_reported = True
         self._vad.reset()
         self._conv = _Conversation(self, session)
+        if session.round is not None:
+            try:
+                context = history_lines(session.round)
+            except ValueError as exc:
+                raise SessionFailed(f"runner 'cascade': {session.info.key}: {exc}") from None
+            self._conv.history.extend(context)
+            session.event("llm_context", 0.0, messages=context)
 
     def step(self, frame: np.ndarray, session: Session) -> None:
         conv = self._conv
@@ -143,6 +161,14 @@ class CascadeRunner(StepRunner):
         ev = self._vad.push(frame)
         if ev is not None:
             conv.on_vad(ev, session.now())
+
+    def force(self, user_frame: np.ndarray, assistant_frame: np.ndarray, session: Session) -> None:
+        """A frame of the round's GT history: kept in the heard audio, no model run on it (the
+        VAD's clock moves on); the frame that straddles the round's start is a `step`."""
+        if session.now() > float(session.round["start_s"]):
+            return self.step(user_frame, session)
+        if self._conv.hear(user_frame):
+            self._vad.skip(len(user_frame))
 
     def close(self, session: Session) -> None:
         session.stats.update(self._conv.stats())

@@ -11,6 +11,12 @@ input frame k. The phrase is synthesized once, resampled to the input's rate and
 first and last samples are audible, so the output's first sample is audible and a repeat starts
 right after the previous one's last audible sample. Deterministic: Piper's noise scales default
 to 0, and the input is never looked at.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "teacher-forced". The GT history is
+what was said before the round, so `force` says nothing before the round's start_s; the phrase
+starts at start_s exactly (the frame that straddles start_s places its part from start_s on) and
+repeats back to back from there, so a round's output is the GT history before start_s and the
+phrase, from its first sample, after.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
 class AlwaysTalkRunner(ControlRunner):
     name = NAME
     frame_ms = 1000.0
+    history = "teacher-forced"
 
     def __init__(self, seed: int | None = None, **args: Any):
         self.args = resolve_args(self.name, DEFAULTS, args)
@@ -54,14 +61,26 @@ class AlwaysTalkRunner(ControlRunner):
     def open(self, session: Session) -> None:
         self.setup()
         self._pos = 0  # output samples said so far, at out_sr
-        session.event("speak", 0.0, text=self.args["phrase"], repeat=True)
+        start = float(session.round["start_s"]) if session.round else 0.0  # a round: from its start
+        session.event("speak", start, text=self.args["phrase"], repeat=True)
 
-    def step(self, frame: np.ndarray, session: Session) -> np.ndarray:
+    def _said(self, n: int, session: Session) -> np.ndarray:
+        """The next n samples of the phrase repeated without gaps."""
         p = self.phrase(session.out_sr)
-        n = int(round(len(frame) * session.out_sr / session.info.sr))
         idx = (self._pos + np.arange(n)) % len(p)
         self._pos += n
         return p[idx]
+
+    def step(self, frame: np.ndarray, session: Session) -> np.ndarray:
+        return self._said(int(round(len(frame) * session.out_sr / session.info.sr)), session)
+
+    def force(self, user_frame: np.ndarray, assistant_frame: np.ndarray, session: Session) -> None:
+        """Nothing before the round's start; the frame that straddles it talks from start_s on."""
+        start = float(session.round["start_s"])
+        end = session.now()
+        n = int(round(end * session.out_sr)) - int(round(start * session.out_sr))
+        if n > 0:
+            session.place(self._said(n, session), t=start)
 
     def close(self, session: Session) -> None:
         p = self.phrase(session.out_sr)

@@ -23,6 +23,13 @@ Simulated, not live: every decision uses only audio already heard (the history u
 allowed on purpose: the control's output is defined by E, S and `delay_s`, not by what a live
 system could do, and the `speak` events carry `decided_t` (when the VAD knew) next to `t`.
 Its output is deterministic: Piper's noise scales default to 0.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "teacher-forced". `force` hears the
+user's frame exactly as `step` does (the VAD and the heard history go on, so a speech boundary near
+the round's start is found as it would be otherwise), but the GT model said what was said before the
+round: a boundary found before the round's start_s places nothing and interrupts nothing (its
+`vad_start`/`vad_end` event carries `"history": true`), whenever the VAD reports it. From start_s on
+the rule is the usual one: the phrase at E + `delay_s` after each end of user speech E >= start_s.
 """
 
 from __future__ import annotations
@@ -78,6 +85,11 @@ class _Listening:
         self.ep = ep
         ep.reset()
         self.replies = self.interrupts = 0
+        # a round: boundaries before its start belong to the GT history (nothing placed for them)
+        self.round_start = float(session.round["start_s"]) if session.round else None
+
+    def in_history(self, t: float) -> bool:
+        return self.round_start is not None and t < self.round_start
 
     def past(self) -> np.ndarray:
         """Everything heard so far (never beyond the clock)."""
@@ -101,6 +113,7 @@ class _Listening:
 class FixedLatencyRunner(ControlRunner):
     name = NAME
     frame_ms = FRAME_MS
+    history = "teacher-forced"
 
     def __init__(self, seed: int | None = None, **args: Any):
         self.args = a = resolve_args(self.name, DEFAULTS, args)
@@ -144,6 +157,11 @@ class FixedLatencyRunner(ControlRunner):
         s.hear(frame)
         self._listen(s.stream.push(frame), session)
 
+    def force(self, user_frame: np.ndarray, assistant_frame: np.ndarray, session: Session) -> None:
+        """A frame of a round's GT history: heard like any other (what the model said there is the
+        GT's); what the VAD finds before the round's start places nothing (`_on`)."""
+        self.step(user_frame, session)
+
     def close(self, session: Session) -> None:
         s = self._s
         self._listen(s.stream.flush(), session)
@@ -163,12 +181,18 @@ class FixedLatencyRunner(ControlRunner):
         kw = self._refine_kw()
         if ev.kind == "start":
             t = vad.refine_start(past, s.sr, ev.at, ev.detected, **kw) if a["refine"] else ev.at
+            if s.in_history(t):
+                session.event("vad_start", t, vad_t=ev.at, detected_t=ev.detected, history=True)
+                return
             session.event("vad_start", t, vad_t=ev.at, detected_t=ev.detected)
             if a["stop_on_user_speech"] and session.buf.playing(t):
                 session.interrupt(t, reason="user_speech")
                 s.interrupts += 1
         else:
             t = vad.refine_end(past, s.sr, ev.at, **kw) if a["refine"] else ev.at
+            if s.in_history(t):
+                session.event("vad_end", t, vad_t=ev.at, detected_t=ev.detected, history=True)
+                return
             session.event("vad_end", t, vad_t=ev.at, detected_t=ev.detected)
             phrase = self.phrase(session.out_sr)
             start = session.place(phrase, t=t + a["delay_s"])

@@ -98,6 +98,11 @@ class Endpointer:
     def now(self) -> float:
         return self.current / SR
 
+    def skip(self, n: int) -> None:
+        """Move the clock on by n samples (16 kHz) that no model hears (a teacher-forced history,
+        duplexeval_runner/rounds.py), so later boundaries stay on the input's timeline."""
+        self.current += int(n)
+
     def push(self, chunk: np.ndarray) -> VadEvent | None:
         self.current += CHUNK
         p = self.model.prob(chunk)

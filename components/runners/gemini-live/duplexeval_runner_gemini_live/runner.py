@@ -33,6 +33,14 @@ The endpoint is `url` (or MODEL_URL): the API's base URL; None is the SDK's defa
 `https://` URL is reached as `wss://` (with `ca_file`/MODEL_CA or `insecure`/MODEL_INSECURE for a
 private certificate); an `http://` URL as plain `ws://` (a local gateway or test double), which
 the SDK cannot do by itself: the runner sets the client's WebSocket base URL for it.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed". The session is a live
+stream of the user channel, and the GT model audio is not fed back as the model's own past turns (a
+server's protocol has no message for that; an API's conversation items would make a different
+session than the live one measured here): the session hears the user channel from the dialogue's
+start on the runner's clock like any input; what the model says before the round's start_s is
+discarded and replaced by the GT history (history.wav), and from start_s on its output is kept
+(audio it queued before start_s that plays past it included).
 """
 
 from __future__ import annotations
@@ -137,6 +145,7 @@ def pcm_rate(mime: str | None) -> int | None:
 
 class GeminiLiveRunner(StreamRunner):
     name = NAME
+    history = "replayed"  # see the module docstring (multi-round samples)
     clock = "realtime"
     in_sr = IN_SR
     out_sr = OUT_SR

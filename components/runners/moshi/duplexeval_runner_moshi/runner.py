@@ -41,6 +41,18 @@ benchmarks: noise, not Moshi; `<seed>` seeds the weights, the runner seed the sa
 default), float32 on cpu. On CPU, NO_TORCH_COMPILE=1 and NO_CUDA_GRAPH=1 are set before moshi is
 imported (moshi reads NO_TORCH_COMPILE at import) and the calls run under moshi's no_compile().
 `deterministic` is True on CPU with a seed: the output then depends only on input, settings, seed.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed": Moshi hears the user channel
+from the dialogue's start and speaks for itself; what it says before the round's start_s is replaced
+by the GT history (history.wav). True teacher forcing is not straightforward with moshi 0.2.13's API:
+`LMGen.step(input_tokens, depformer_replace_tokens)` can replace the 8 audio tokens Moshi generates
+for itself, but (1) the text (inner-monologue) token is always sampled, and the GT carries no
+token-aligned text to force it with, so the model's text stream would contradict the audio it is
+made to have said; (2) the replaced tokens sit at the acoustic delays of the LM's cache (codebooks
+1..7 one step behind codebook 0), so the GT's Mimi codes would need re-delaying by hand; and
+(3) the GT audio needs a second streaming Mimi encoder beside the one encoding the user. Forcing the
+audio alone would condition Moshi on a history it could not have produced, which is not the GT
+history either; replaying keeps Moshi's own, consistent past.
 """
 
 from __future__ import annotations
@@ -167,6 +179,7 @@ class Checkpoint:
 
 class MoshiRunner(StepRunner):
     name = NAME
+    history = "replayed"  # see the module docstring (multi-round samples)
     clock = "lockstep"
     in_sr = SR
     out_sr = SR

@@ -38,6 +38,14 @@ runner.json or exception text. The endpoint is runner_args `url`, else MODEL_URL
 wss://api.openai.com/v1 (the SDK appends /realtime). Only the GA event shape is spoken: a
 server speaking the beta shape (`response.audio.delta`, flat session fields) is reported, not
 decoded.
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed". The session is a live
+stream of the user channel, and the GT model audio is not fed back as the model's own past turns (a
+server's protocol has no message for that; an API's conversation items would make a different
+session than the live one measured here): the session hears the user channel from the dialogue's
+start on the runner's clock like any input; what the model says before the round's start_s is
+discarded and replaced by the GT history (history.wav), and from start_s on its output is kept
+(audio it queued before start_s that plays past it included).
 """
 
 from __future__ import annotations
@@ -142,6 +150,7 @@ def check_turn_detection(td: Any) -> dict:
 
 class OpenAIRealtimeRunner(StreamRunner):
     name = NAME
+    history = "replayed"  # see the module docstring (multi-round samples)
     clock = "realtime"
     in_sr = SR
     out_sr = SR

@@ -21,6 +21,11 @@ no timing. With `resample: false` a rate other than the input's fails the sample
 
 Deterministic: the output depends only on the file, whose sha256 (of the bytes actually decoded)
 is recorded per sample in runner.json (`models.replay`).
+
+Multi-round samples (duplexeval_runner/rounds.py): `history` "external". The tree's
+`<subset>/<dialogue_id>-r<kk>/output.wav` was made elsewhere, however that system met the history;
+it is taken as it is (checked like any other), and the core still puts the GT history (history.wav)
+before the round's start_s, so every runner's round output has the same GT past.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ def _one_line(text: str) -> str:
 
 class ReplayRunner(OfflineRunner):
     name = NAME
+    history = "external"  # see the module docstring (multi-round samples)
     clock = "simulated"
     deterministic = True
     in_sr = None
