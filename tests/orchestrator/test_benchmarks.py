@@ -17,7 +17,7 @@ def test_defaults_and_inference():
     b, ds = benchmarks.resolve(None, None)
     assert (b.name, ds) == ("fdb-v1", "fdb-mini")
     b, ds = benchmarks.resolve("mtr", None)
-    assert (b.name, ds, b.default_judge) == ("mtr", "mtr-mini", "local-llm")
+    assert (b.name, ds, b.default_judge) == ("mtr", "mtr-mini", "none")
     b, ds = benchmarks.resolve(None, "mtr-synth")
     assert (b.name, ds) == ("mtr", "mtr-synth")
     b, ds = benchmarks.resolve(None, "fdb-synth")

@@ -6,15 +6,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duplexeval_common.cli import build, check_kwargs, component_group
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.samples import Inputs
 from duplexeval_common.stage import Stage
 
 from . import __version__
 from .judges import JUDGES
 from .llm_judge import LLMJudge
+from .mtr_stage import DEFAULT_JUDGE as MTR_DEFAULT_JUDGE
+from .mtr_stage import MTRJudging
 from .rate import Judging, check_prompt, interruption_samples, judge_sample, prefetch, write_summary
 
 DEFAULTS = {"judge": "embedding-relevance", "judge_args": {}}
+BENCHMARKS = ("fdb-v1", "mtr")
 
 
 @dataclass
@@ -30,6 +34,11 @@ class JudgeStage(Stage):
 
 
 def make_stage(config: dict) -> Stage:
+    benchmark = config.get("benchmark", "fdb-v1")
+    if benchmark not in BENCHMARKS:
+        raise DuplexEvalError(f"judge config: benchmark must be one of {', '.join(BENCHMARKS)}, got {benchmark!r}")
+    if benchmark == "mtr":
+        return make_mtr_stage(config)
     cfg = {**DEFAULTS, **config}
     state = Judging()
     what = f"judge {cfg['judge']!r}: judge_args"
@@ -62,6 +71,29 @@ def make_stage(config: dict) -> Stage:
 
     stage = JudgeStage("judge", __version__, lambda ctx: judge_sample(ctx, state),
                        finalize=finalize, select=select, setup=setup, check=check)
+    return stage
+
+
+def make_mtr_stage(config: dict) -> Stage:
+    """The MTR-DuplexBench mode (duplexeval_judge.mtr_stage): one judgement per judged round."""
+    state = MTRJudging(config.get("judge", MTR_DEFAULT_JUDGE), dict(config.get("judge_args") or {}))
+    seen: dict = {}
+
+    def select(inputs: Inputs, c: dict):
+        state.check()  # a judge or argument the mode cannot use stops the stage before anything
+        samples = state.select(inputs)
+        seen.update(inputs=inputs, samples=samples)
+        return samples
+
+    def setup(c: dict) -> None:
+        state.setup()
+        if "samples" in seen and stage.plan:
+            i, n = stage.plan["shard"]
+            mine = [s for k, s in enumerate(seen["samples"]) if k % n == i]
+            state.prefetch(seen["inputs"], mine, stage.plan["output"], c)
+
+    stage = JudgeStage("judge", __version__, state.process, finalize=state.finalize, select=select,
+                       setup=setup, check=lambda c: state.check())
     return stage
 
 

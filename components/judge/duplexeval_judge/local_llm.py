@@ -6,7 +6,10 @@ installed). Decoding is greedy. A 135M model rarely writes the official answer f
 so each prompt's spec (prompts/*.json, "local") constrains the answer to it: an optional forced
 prefix and a greedy generation (the FDB "Analysis:" line), then the answer chosen among the
 prompt's allowed values by the model's log-probability (0-5, 0/1, ...), rendered as the official
-format asks, so the official parser reads it. The turn-segmentation prompt is generated freely
+format asks, so the official parser reads it. The prompt goes through the model once: an answer of
+several tokens ("0.5") is scored after the prompt's cached keys and values (the same log-probs,
+to float rounding, as a forward pass over prompt and answer, about five times faster on the
+dialogue-quality prompt's eleven answers). The turn-segmentation prompt is generated freely
 (its JSON is parsed or recorded as unparsed). Every score is labelled not official.
 
 The dequantized model is kept in <user cache>/models/, namespaced by the gguf's sha256 and the
@@ -17,6 +20,7 @@ default (`threads`): as fast as two for a 135M model, and steady on a busy small
 
 from __future__ import annotations
 
+import copy
 import threading
 
 from duplexeval_common import smollm
@@ -106,17 +110,18 @@ class SmolLMBackend:
             if ctx.endswith(" "):  # "as 4": the space belongs to the answer's token
                 ctx, space = ctx[:-1], " "
             ctx_ids = self._ids(base + ctx)
-            logits = self._model(input_ids=torch.tensor([ctx_ids])).logits[0, -1]
-            first = torch.log_softmax(logits.float(), -1)
+            out = self._model(input_ids=torch.tensor([ctx_ids]), use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), -1)
             scores = {}
             for c in choices:
                 c_ids = self._ids(space + c)
                 if len(c_ids) == 1:
                     scores[c] = float(first[c_ids[0]])
-                else:
-                    full = torch.tensor([ctx_ids + c_ids[:-1]])
-                    lp = torch.log_softmax(self._model(input_ids=full).logits[0, len(ctx_ids) - 1:].float(), -1)
-                    scores[c] = float(sum(lp[i, t] for i, t in enumerate(c_ids)))
+                else:  # the rest of a multi-token answer ("0.5") after the context's cached keys/values
+                    rest = self._model(input_ids=torch.tensor([c_ids[:-1]]), use_cache=True,
+                                       cache=copy.deepcopy(out.cache)).logits[0]
+                    lp = torch.log_softmax(rest.float(), -1)
+                    scores[c] = float(first[c_ids[0]] + sum(lp[i, t] for i, t in enumerate(c_ids[1:])))
             best = max(choices, key=lambda c: scores[c])  # the first of equal ones
             text = ctx + space + best + local.get("suffix", "")
             n_out += len(self._ids(space + best))

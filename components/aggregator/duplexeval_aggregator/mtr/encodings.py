@@ -252,8 +252,8 @@ def parse_judgements(key: str, text: str, task: str, n_rounds: int) -> dict:
         if pid != prompt_id:
             raise InputError(key, f"{where}: prompt id {pid!r} is not {prompt_id!r} (task {task})")
         status = rec.get("status")
-        if status not in ("ok", "unparsed", "error"):
-            raise InputError(key, f"{where}: status must be ok, unparsed or error, got {status!r}")
+        if status not in ("ok", "unparsed", "error", "skipped"):
+            raise InputError(key, f"{where}: status must be ok, unparsed, error or skipped, got {status!r}")
         score = rec.get("score")
         if status == "ok":
             allowed = (lambda x: 0 <= x <= 5) if task == "dialogue_quality" else (lambda x: x in (0, 1))

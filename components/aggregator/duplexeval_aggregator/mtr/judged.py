@@ -3,7 +3,8 @@
 A judgement record is what the judge component writes for one LLM judgement
 (duplexeval_judge.engine.Judgement.record(), schemas/judgement.schema.json "llm") with the round
 added; only `round`, `prompt.id`, `status` and `score` are read. A round is observed when it has a
-record; ok records are scored, unparsed and failed ones are counted and excluded.
+record; ok records are scored, unparsed and failed ones are counted and excluded, and so are the
+`skipped` records the judge `none` writes (observed, not judged).
 """
 
 from __future__ import annotations

@@ -66,7 +66,18 @@ def _features_table(s: dict) -> list[str]:
 
 def _counts(c: dict) -> str:
     j = c.get("judgements") or {}
-    return f"{j.get('ok', 0)}/{j.get('unparsed', 0)}/{j.get('error', 0)}"
+    text = f"{j.get('ok', 0)}/{j.get('unparsed', 0)}/{j.get('error', 0)}"
+    return text + (f" ({j['skipped']} not judged)" if j.get("skipped") else "")
+
+
+NOT_JUDGED = ("Not judged: the run's judge was `none` (the default). `JUDGE=openai` judges these rounds with "
+              "the paper's GPT-4o prompts; the runner and ASR stages are reused from the store.")
+
+
+def _not_judged(s: dict) -> bool:
+    cells = _cells(s)
+    return bool(cells) and all((c.get("judgements") or {}).get("skipped") == c.get("n") and c.get("n")
+                               for c in cells)
 
 
 def _judged_table(task: str, s: dict) -> list[str]:
@@ -108,6 +119,8 @@ def render(metrics: dict) -> str:
         out += [f"## {name}", "",
                 f"Task {task}{set_text}; dialogues {s['dialogues']}; rounds observed "
                 f"{s['rounds_observed']} of {s['rounds_declared']} declared.", ""]
+        if task != "features" and _not_judged(s):
+            out += [NOT_JUDGED, ""]
         out += _features_table(s) if task == "features" else _judged_table(task, s)
         out.append("")
     invalid = metrics.get("invalid") or []
