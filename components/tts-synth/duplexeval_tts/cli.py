@@ -16,11 +16,12 @@ from .engines import ENGINES, load_engine, render, voices
 
 def make_stage(config: dict) -> Stage:
     """The scripted dataset stage (dataset.make_stage), switched to the import mode (imported.py)
-    when its input folder holds a `duplexeval import` manifest; `select`, which sees the input,
-    chooses."""
+    when its input folder holds a `duplexeval import` manifest, or to the MTR mode (mtr_build.py)
+    when it holds mtr-script/1 scripts; `select`, which sees the input, chooses."""
     from .dataset import make_stage as scripted_stage
     from .imported import with_import_mode
-    return with_import_mode(scripted_stage(config), config)
+    from .mtr_build import with_mtr_mode
+    return with_mtr_mode(with_import_mode(scripted_stage(config), config), config)
 
 
 main = component_group("tts-synth", "Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
