@@ -190,9 +190,9 @@ class Engine:
             held.enter_context(self.store.lock(key, waiting))
             record = self.store.complete(key, upstream)
             if record is not None:
-                log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  cached")
+                log(f"==> {spec.name:12} {spec.component:15} {key[:12]}  cached")
                 return result(True, "ok", record), record
-            log(f"==> {spec.name:10} {spec.component:14} {key[:12]}  running")
+            log(f"==> {spec.name:12} {spec.component:15} {key[:12]}  running")
             config = self.store.write_config(key, p.config)
             call = Call(spec.component, "run", config, key, dirs, self.store.stage_dir(key), self.cache,
                         spec.network, p.secret_env, spec.keys, spec.host_paths(), self._log_file(spec.name))

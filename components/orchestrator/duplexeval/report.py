@@ -31,7 +31,7 @@ def print_missing(missing: dict[str, str]) -> None:
 
 def print_timing(results: list) -> None:
     click.echo("")
-    click.echo(f"{'stage':10} {'component':14} {'key':12} {'status':8} {'seconds':>8}")
+    click.echo(f"{'stage':12} {'component':15} {'key':12} {'status':8} {'seconds':>8}")
     for r in results:
         status = "cached" if r.cached else r.status
-        click.echo(f"{r.name:10} {r.component:14} {r.key[:12]} {status:8} {r.seconds:8.1f}")
+        click.echo(f"{r.name:12} {r.component:15} {r.key[:12]} {status:8} {r.seconds:8.1f}")

@@ -103,12 +103,46 @@ def _judged_table(task: str, s: dict) -> list[str]:
     return lines
 
 
+RANGES = ("1", "1-2", "1-5", "1-10")
+
+
+def _headline(task: str, c: dict) -> str:
+    """A range cell's headline number: paper/code success (features), the follow or refusal rate,
+    the rescaled dialogue-quality score; "not judged" for the judge none."""
+    if (c.get("judgements") or {}).get("skipped") and not (c.get("judgements") or {}).get("ok"):
+        return "not judged"
+    if task == "features":
+        p, k = (c.get("paper") or {}).get("success"), (c.get("code") or {}).get("success")
+        return f"{_f((p or {}).get('value'), 2)}/{_f((k or {}).get('value'), 2)}"
+    if task == "dialogue_quality":
+        return _f(c.get("score_rescaled"), 2)
+    return _f((c.get("refusal" if task == "safety" else "success") or {}).get("value"), 2)
+
+
+def summary_table(metrics: dict) -> list[str]:
+    """One fenced block, a line per subset: its headline number over rounds 1, 1-2, 1-5, 1-10 (what
+    `duplexeval eval` prints)."""
+    subsets = metrics.get("subsets") or {}
+    width = max([len(n) for n in subsets] + [6])
+    lines = ["```", f"{'subset':{width}}  {'measure':24} " + " ".join(f"{r:>10}" for r in RANGES)]
+    what = {"features": "success paper/code", "instruction_following": "follows (rate)",
+            "safety": "refusal (rate)", "dialogue_quality": "score x 5/2.97"}
+    for name in sorted(subsets):
+        s = subsets[name]
+        cells = [_headline(s["task"], s["ranges"][r]) if r in s.get("ranges", {}) else "" for r in RANGES]
+        lines.append(f"{name:{width}}  {what.get(s['task'], s['task']):24} " + " ".join(f"{c:>10}" for c in cells))
+    lines.append(f"rounds observed {sum(s['rounds_observed'] for s in subsets.values())} of "
+                 f"{sum(s['rounds_declared'] for s in subsets.values())} declared; "
+                 f"{len(metrics.get('invalid') or [])} invalid dialogue(s)")
+    return lines + ["```", ""]
+
+
 def render(metrics: dict) -> str:
     """The markdown report of one metrics.json (mtr-metrics)."""
     up = metrics.get("upstream") or {}
     out = ["# MTR-DuplexBench report", "",
            f"Definitions {metrics.get('definitions')}; released code {up.get('repo')} @ {up.get('commit')}.",
-           "", NOTE]
+           "", *summary_table(metrics), NOTE]
     subsets = metrics.get("subsets") or {}
     if not subsets:
         out += ["No dialogue was scored.", ""]

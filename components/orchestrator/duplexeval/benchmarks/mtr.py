@@ -68,9 +68,14 @@ def _cell_value(cell: dict) -> dict:
             c = cell[col]
             out[col] = {k: (c[k] or {}).get("value") for k in ("success", "latency_s", "backchannel_freq")
                         if k in c}
-    for k in ("success", "refusal", "harmful_rate", "score", "score_rescaled"):
+    for k in ("success", "refusal", "score"):
         if isinstance(cell.get(k), dict):
             out[k] = cell[k].get("value")
+    for k in ("harmful_rate", "score_rescaled"):
+        if k in cell:
+            out[k] = cell[k]
+    if (cell.get("judgements") or {}).get("skipped"):
+        out["not_judged"] = cell["judgements"]["skipped"]
     return out
 
 
@@ -78,7 +83,7 @@ def summary(metrics: dict) -> dict:
     """run.json's summary: per subset, its task and set and the range cells (1, 1-2, 1-5, 1-10)."""
     out = {}
     for subset, m in sorted(metrics.get("subsets", {}).items()):
-        cells = {c["range"]: _cell_value(c) for c in m.get("ranges", []) if c.get("range") in RANGES}
+        cells = {r: _cell_value(c) for r, c in sorted((m.get("ranges") or {}).items()) if r in RANGES}
         out[subset] = {"task": m.get("task"), "set": m.get("set"), "dialogues": m.get("dialogues"),
                        "rounds_declared": m.get("rounds_declared"), "rounds_observed": m.get("rounds_observed"),
                        "ranges": cells}
