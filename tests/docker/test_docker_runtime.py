@@ -142,3 +142,30 @@ def test_freeze_omni_in_its_runner_image_latency_barge_in_and_repair(tmp_path, s
     run = read_json(tmp_path / "runs" / "latest" / "run.json")
     (runner,) = [s for s in run["stages"] if s["name"] == "runner"]
     assert runner["component"] == "runner-freeze-omni", runner
+
+
+def test_mtr_docker_run_equals_local_run_on_the_full_mini_set(tmp_path):
+    """MTR-DuplexBench in both runtimes on all of mtr-mini (always-talk, judge none): every stage,
+    the turn-segmenter image's segment and rounds stages included, gives the same content digest,
+    and metrics.json is the same bytes."""
+    from duplexeval.store import content_digest
+    args = ["--benchmark", "mtr", "--model", "always-talk"]
+    runs = {}
+    for runtime in ("docker", "local"):
+        home = tmp_path / runtime
+        r = subprocess.run([command("duplexeval"), "--home", str(home), "eval", *args, "--runtime", runtime],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+        runs[runtime] = (home, read_json(home / "runs" / "latest" / "run.json"))
+    (dh, drun), (lh, lrun) = runs["docker"], runs["local"]
+    assert [s["name"] for s in drun["stages"]] == ["dataset", "dialogue-asr", "segment", "rounds", "runner", "asr",
+                                                   "judge", "aggregate"]
+    assert all(s["identity"].startswith("image:sha256:") for s in drun["stages"])
+    for d, loc in zip(drun["stages"], lrun["stages"]):
+        dr = read_json(dh / "store" / d["key"] / "stage.json")
+        lr = read_json(lh / "store" / loc["key"] / "stage.json")
+        assert content_digest(dr) == content_digest(lr), d["name"]
+    m = [(h / "store" / run["stages"][-1]["key"] / "metrics.json").read_bytes() for h, run in (runs["docker"], runs["local"])]
+    assert m[0] == m[1]
+    assert read_json(dh / "store" / drun["stages"][-1]["key"] / "metrics.json")["subsets"]["pause_features"][
+        "ranges"]["1-10"]["paper"]["success"]["value"] == 0.0

@@ -149,6 +149,32 @@ def _init_worker() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+class SynthesisPool:
+    """A stage's worker processes for synthesis (`jobs`), started on first use. None when jobs is
+    1, or when `process` runs on the main thread: a Stage built without workers=jobs runs one
+    sample at a time, and worker processes would only add their start-up."""
+
+    def __init__(self, jobs: int):
+        self.jobs = jobs
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def get(self) -> ProcessPoolExecutor | None:
+        if self.jobs <= 1 or threading.current_thread() is threading.main_thread():
+            return None
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
+                                                 initializer=_init_worker)
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+
+
 class DatasetStage:
     """Holds the scripts between `select` and `process`, and the engines from `setup`."""
 
@@ -159,8 +185,7 @@ class DatasetStage:
         self.samples: list[Sample] = []
         self.engine: Engine | None = None          # the single voice of fdb-mini-script/1 files
         self.loaded: dict[str, dict] = {}          # voice-spec id -> record, for the manifest
-        self._pool: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self.pool = SynthesisPool(self.jobs)
 
     # -- voices --------------------------------------------------------------------------------
 
@@ -229,7 +254,7 @@ class DatasetStage:
                "tight": script.v2,
                "single": (self.cfg["engine"], self.cfg["voice"]),
                "voices": None if mix is None else voicemix.choose(mix[0], mix[1], ctx.id, speakers_of(entry))}
-        pool = self._get_pool()
+        pool = self.pool.get()
         status, result = pool.submit(build_job, job).result() if pool else build_job(job)
         if status != "ok":
             raise SampleError(ctx.id, str(result))
@@ -294,22 +319,8 @@ class DatasetStage:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _get_pool(self) -> ProcessPoolExecutor | None:
-        # A stage that calls `process` from its main thread runs one sample at a time (a Stage
-        # built without workers=jobs): worker processes would only add their start-up.
-        if self.jobs <= 1 or threading.current_thread() is threading.main_thread():
-            return None
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
-                                                 initializer=_init_worker)
-            return self._pool
-
     def close(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
+        self.pool.close()
 
     def source(self) -> dict:
         out: dict = {"generator": "tts-synth", "generator_version": __version__}

@@ -22,8 +22,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +96,8 @@ class MtrStage:
         self._built: OrderedDict[tuple, tuple] = OrderedDict()
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = None
+        from .dataset import SynthesisPool
+        self.pool = SynthesisPool(self.jobs)
 
     # -- selection ---------------------------------------------------------------------------
 
@@ -198,7 +197,7 @@ class MtrStage:
             spec = voices[p.voice]
             jobs.setdefault((spec_id(spec), p.spoken), (spec, p.spoken, SAMPLE_RATE))
         order = list(jobs)
-        pool = self._get_pool()
+        pool = self.pool.get()
         results = list(pool.map(render_piece, [jobs[k] for k in order])) if pool \
             else [render_piece(jobs[k]) for k in order]
         audio: dict[tuple, np.ndarray] = {}
@@ -318,21 +317,9 @@ class MtrStage:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _get_pool(self) -> ProcessPoolExecutor | None:
-        if self.jobs <= 1 or threading.current_thread() is threading.main_thread():
-            return None
-        from .dataset import _init_worker
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
-                                                 initializer=_init_worker)
-            return self._pool
-
     def close(self) -> None:
+        self.pool.close()
         with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
             self._built.clear()
 
 

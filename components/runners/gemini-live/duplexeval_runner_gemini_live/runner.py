@@ -34,13 +34,8 @@ The endpoint is `url` (or MODEL_URL): the API's base URL; None is the SDK's defa
 private certificate); an `http://` URL as plain `ws://` (a local gateway or test double), which
 the SDK cannot do by itself: the runner sets the client's WebSocket base URL for it.
 
-Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed". The session is a live
-stream of the user channel, and the GT model audio is not fed back as the model's own past turns (a
-server's protocol has no message for that; an API's conversation items would make a different
-session than the live one measured here): the session hears the user channel from the dialogue's
-start on the runner's clock like any input; what the model says before the round's start_s is
-discarded and replaced by the GT history (history.wav), and from start_s on its output is kept
-(audio it queued before start_s that plays past it included).
+Multi-round samples: `history` "replayed", as every network runner (why, and what the core does
+with the output: components/duplex-runner/README.md, "Multi-round (MTR) protocol").
 """
 
 from __future__ import annotations

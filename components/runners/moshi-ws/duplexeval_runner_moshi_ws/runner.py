@@ -45,13 +45,8 @@ the input's end is counted in frames, not seconds (frames go out faster or slowe
 and it has ended only when the output of every input frame has come back (all of it lies inside
 the input's span): the receiver keeps waiting, and the next `send`, or `finish`, fails the sample.
 
-Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed". The session is a live
-stream of the user channel, and the GT model audio is not fed back as the model's own past turns (a
-server's protocol has no message for that; an API's conversation items would make a different
-session than the live one measured here): the session hears the user channel from the dialogue's
-start on the runner's clock like any input; what the model says before the round's start_s is
-discarded and replaced by the GT history (history.wav), and from start_s on its output is kept
-(audio it queued before start_s that plays past it included).
+Multi-round samples: `history` "replayed", as every network runner (why, and what the core does
+with the output: components/duplex-runner/README.md, "Multi-round (MTR) protocol").
 """
 
 from __future__ import annotations

@@ -39,13 +39,8 @@ wss://api.openai.com/v1 (the SDK appends /realtime). Only the GA event shape is 
 server speaking the beta shape (`response.audio.delta`, flat session fields) is reported, not
 decoded.
 
-Multi-round samples (duplexeval_runner/rounds.py): `history` "replayed". The session is a live
-stream of the user channel, and the GT model audio is not fed back as the model's own past turns (a
-server's protocol has no message for that; an API's conversation items would make a different
-session than the live one measured here): the session hears the user channel from the dialogue's
-start on the runner's clock like any input; what the model says before the round's start_s is
-discarded and replaced by the GT history (history.wav), and from start_s on its output is kept
-(audio it queued before start_s that plays past it included).
+Multi-round samples: `history` "replayed", as every network runner (why, and what the core does
+with the output: components/duplex-runner/README.md, "Multi-round (MTR) protocol").
 """
 
 from __future__ import annotations
