@@ -52,8 +52,9 @@ SUFFIXES = (".tar.gz", ".tar.zst")
 # Extraction goes here while it has room (a tmpfs: writing a run's audio costs a fraction of
 # what it costs on disk), else beside the output.
 TMPFS = Path("/dev/shm")
-# The root files rescore compares; the aggregate stage writes them.
-COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "report.md")
+# The root files rescore compares, those the aggregate stage wrote (Full-Duplex-Bench: the first
+# four; MTR-DuplexBench: metrics.json, rounds.jsonl, report.md); a file neither side has is skipped.
+COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "rounds.jsonl", "report.md")
 
 
 # ---- writing ----------------------------------------------------------------------------------

@@ -208,6 +208,8 @@ def rescore(path: Path, store: Store, runtime: str = "local", image: str | None 
         for name in COMPARED:
             old = (archived / name).read_bytes() if (archived / name).is_file() else None
             new = (new_dir / name).read_bytes() if (new_dir / name).is_file() else None
+            if old is None and new is None:  # not a file of this benchmark's aggregate stage
+                continue
             changes = file_changes(name, old, new)
             if changes:
                 res.changes[name] = changes
