@@ -83,3 +83,24 @@ def test_images_of_a_docker_run():
     assert r.returncode == 0 and "turn-segmenter" not in r.stdout.split() and r.stdout.split()[-1] == "runner-cascade"
     r = images("mtr", "fdb-mini", "silence")
     assert r.returncode == 2 and r.stderr.strip().startswith("error: dataset 'fdb-mini' belongs to")
+
+
+def test_make_passes_the_benchmark_on():
+    """`make eval BENCHMARK=mtr` and `make score BENCHMARK=mtr` (dry runs: the commands make would run)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+
+    def dry(*args):
+        r = subprocess.run(["make", "-n", "-C", str(root), *args], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    out = dry("eval", "BENCHMARK=mtr", "MODEL=cascade")
+    line = next(ln for ln in out.splitlines() if "duplexeval eval" in ln)
+    assert "--benchmark mtr" in line and "--dataset" not in line and "--judge" not in line
+    out = dry("eval")
+    line = next(ln for ln in out.splitlines() if "duplexeval eval" in ln)
+    assert "--benchmark" not in line and "--dataset" not in line  # the defaults: fdb-v1 on fdb-mini
+    out = dry("score", "BENCHMARK=mtr", "TREE=t", "OUT=o")
+    assert 'aggregator mtr --tree "t" --out "o"' in out and "aggregator fdb-v1" not in out
+    out = dry("score", "TREE=t", "OUT=o")
+    assert 'aggregator fdb-v1 --tree "t" --out "o"' in out
