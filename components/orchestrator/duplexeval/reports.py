@@ -24,7 +24,7 @@ from pathlib import Path
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json
 
-REPORT_VERSION = "2"
+REPORT_VERSION = "3"
 REPORTS = "reports"
 INDEX = "report.html"
 RUN_FIELDS = ("model", "dataset", "asr", "judge", "limit", "runtime", "status", "reason", "missing")

@@ -7,7 +7,8 @@ output.json (words) and vad.json; every stage's stage.json (each sample's status
 A piece that is missing or unreadable is named on the page; it never stops the report.
 
 `build(store, record, out)` writes out/report.html and out/samples/<subset>/<id>.html and returns
-the number of sample pages. The bytes depend only on those inputs (no clock, no paths).
+the number of sample pages. The bytes depend only on those inputs (no clock, no paths). An
+MTR-DuplexBench run (run.json "benchmark": "mtr") gets mtr_report's pages instead.
 """
 
 from __future__ import annotations
@@ -477,7 +478,11 @@ def sample_page(data: RunData, s: Sample) -> str:
 
 
 def build(store, record: dict, out: Path) -> int:
-    """Write the report of a run into the folder `out` (which exists and is empty)."""
+    """Write the report of a run into the folder `out` (which exists and is empty); an
+    MTR-DuplexBench run's (run.json "benchmark": "mtr") is mtr_report's."""
+    from . import mtr_report
+    if mtr_report.is_mtr(record):
+        return mtr_report.build(store, record, out)
     data = load(store, record)
     samples = sample_keys(data)
     for s in samples:

@@ -23,12 +23,17 @@ AXES = (0.11, 0.13, 0.87, 0.8)  # left, bottom, width, height (figure fractions)
 BINS = 1500                   # envelope columns per waveform
 LANES = {"user": 3.55, "model": 2.45, "vad": 1.72, "words": 0.0}  # lane centres (words: base)
 HALF = 0.42                   # half height of a waveform lane
-MARKER_COLORS = {"E": "#cc0000", "S": "#5c3566", "R": "#ce5c00"}
+MARKER_COLORS = {"E": "#cc0000", "S": "#5c3566", "R": "#ce5c00", "round start": "#204a87"}
+# labelled bands in a waveform lane (multi-round samples): (face colour, hatch)
+SPAN_STYLES = {"ground truth": ("#888a85", "///"), "muted": ("#555753", "xx"), "user turn": ("#729fcf", None),
+               "interruption": ("#ad7fa8", None), "background": ("#e9b96e", None),
+               "GT model slot": ("#fcaf3e", None)}
 
 
 @dataclass
 class Timeline:
-    """What a timeline shows. Times in seconds on the input timeline."""
+    """What a timeline shows. Times in seconds on the input timeline. The x axis runs from
+    `start` to `duration` (0 for a single-round sample); the signals begin at `start`."""
     duration: float
     user: tuple[np.ndarray, int] | None = None     # (mono signal, sample rate)
     model: tuple[np.ndarray, int] | None = None
@@ -38,6 +43,10 @@ class Timeline:
     markers: list[tuple[str, float]] = field(default_factory=list)  # ("E", t), ("S", t), ("R", t)
     model_note: str = ""  # shown in the model lane when there is no model audio
     vad_label: str = "VAD"
+    start: float = 0.0
+    # labelled bands (label, start, end, lane "user" | "model"); the label's first words pick the
+    # style of SPAN_STYLES ("ground truth (history)", "user turn 3", ...)
+    spans: list[tuple[str, float, float, str]] = field(default_factory=list)
 
 
 def envelope(x: np.ndarray, sr: int, duration: float, bins: int = BINS):
@@ -64,7 +73,8 @@ def geometry(t0: float, t1: float) -> dict:
 def figure(tl: Timeline) -> Raw:
     """The timeline image (an inlined PNG)."""
     plt = matplotlib()
-    T = max(tl.duration, 1e-3)
+    t0 = tl.start
+    T = max(tl.duration, t0 + 1e-3)
     fig = plt.figure(figsize=FIGSIZE)
     ax = fig.add_axes(AXES)
     signals = [sig[0] for sig in (tl.user, tl.model) if sig is not None]
@@ -74,11 +84,14 @@ def figure(tl: Timeline) -> Raw:
         y = LANES[name]
         if sig is None:
             continue
-        times, lo, hi = envelope(sig[0], sig[1], T)
+        times, lo, hi = envelope(sig[0], sig[1], T - t0)
+        if t0:
+            times = times + t0
         ax.fill_between(times, y + lo * scale, y + hi * scale, color=color, lw=0, step="mid")
-        ax.plot([0, T], [y, y], color=color, lw=0.3, alpha=0.5)
+        ax.plot([t0, T], [y, y], color=color, lw=0.3, alpha=0.5)
+    _spans(ax, tl.spans, t0, T)
     if tl.model is None:
-        ax.text(T / 2, LANES["model"], tl.model_note or "no model output", ha="center", va="center",
+        ax.text((t0 + T) / 2, LANES["model"], tl.model_note or "no model output", ha="center", va="center",
                 fontsize=9, color="#a01818")
     for a, b in tl.pauses:
         ax.fill_between([a, b], LANES["user"] - 0.5, LANES["user"] + 0.5, color="#babdb6", alpha=0.45, lw=0)
@@ -95,7 +108,7 @@ def figure(tl: Timeline) -> Raw:
         color = MARKER_COLORS.get(name, "black")
         ax.axvline(t, color=color, ls="--", lw=1.2)
         ax.text(t, 4.12, f" {name} {t:.2f}s", color=color, fontsize=8, va="bottom", ha="left")
-    ax.set_xlim(0, T)
+    ax.set_xlim(t0, T)
     ax.set_ylim(-0.1, 4.4)
     ax.set_yticks([LANES["user"], LANES["model"], LANES["vad"], 0.65],
                   ["user (input)", "model (output)", tl.vad_label, "words (ASR)"], fontsize=8)
@@ -105,13 +118,29 @@ def figure(tl: Timeline) -> Raw:
     return figure_png(fig, "timeline: user and model waveforms, words, VAD segments and markers")
 
 
+def _spans(ax, spans, t0: float, T: float) -> None:
+    """Labelled bands over a lane, clipped to the axis; the label at the band's visible start."""
+    for label, a, b, lane in spans:
+        lo, hi = max(a, t0), min(b, T)
+        if hi <= lo:
+            continue
+        color, hatch = next((v for k, v in SPAN_STYLES.items() if label.startswith(k)), ("#babdb6", None))
+        y = LANES[lane]
+        ax.fill_between([lo, hi], y - 0.5, y + 0.5, facecolor=color, alpha=0.22, lw=0.6,
+                        edgecolor=color if hatch else "none", hatch=hatch)
+        ax.text(lo, y - 0.47, f" {label}", ha="left", va="bottom", fontsize=7, color="#2e3436", clip_on=True)
+
+
 def viewer(tl: Timeline) -> Raw:
-    """The timeline image in its container with the playhead (see TIMELINE_JS)."""
-    T = max(tl.duration, 1e-3)
-    g = geometry(0.0, T)
+    """The timeline image in its container with the playhead (see TIMELINE_JS; WINDOW_JS when the
+    axis starts after 0)."""
+    T = max(tl.duration, tl.start + 1e-3)
+    g = geometry(tl.start, T)
     attrs = " ".join(f'data-{k}="{v:.6f}"' for k, v in g.items())
     markers = json.dumps([{"name": n, "t": round(t, 6)} for n, t in tl.markers]
-                         + [{"name": "pause", "t": round(a, 6), "end": round(b, 6)} for a, b in tl.pauses])
+                         + [{"name": "pause", "t": round(a, 6), "end": round(b, 6)} for a, b in tl.pauses]
+                         + [{"name": n, "t": round(a, 6), "end": round(b, 6), "lane": lane}
+                            for n, a, b, lane in tl.spans])
     return Raw(f'<div class="timeline" id="timeline" {attrs} data-markers="{escape(markers)}" data-time="0">'
                f'{figure(tl)}<div class="playhead" id="playhead"></div></div>')
 
@@ -162,3 +191,24 @@ TIMELINE_JS = """
   if (img.complete) { place(0); } else { img.addEventListener('load', function () { place(0); }); }
 })();
 """
+
+
+def _window_js() -> str:
+    """TIMELINE_JS for audio that starts at the axis' start t0 (a round's window, docs/reports.md):
+    an element's currentTime c is the time t0 + c on the axis, and a click at t seeks to t - t0."""
+    js = TIMELINE_JS
+    for old, new, n in (("y1 = +d.y1;", "y1 = +d.y1, off = t0;", 1),
+                        ("place(current.currentTime)", "place(off + current.currentTime)", 1),
+                        ("place(current ? current.currentTime : 0)",
+                         "place(off + (current ? current.currentTime : 0))", 1),
+                        ("place(a.currentTime)", "place(off + a.currentTime)", 2),
+                        ("a.currentTime = Math.min(t, end);",
+                         "a.currentTime = Math.min(Math.max(t - off, 0), end);", 1),
+                        ("place(0)", "place(off)", 2)):
+        if js.count(old) != n:
+            raise RuntimeError(f"TIMELINE_JS changed: {old!r} found {js.count(old)} times, not {n}")
+        js = js.replace(old, new)
+    return js
+
+
+WINDOW_JS = _window_js()
