@@ -71,7 +71,7 @@ test: setup
 
 # BENCHMARK=mtr scores a tree of MTR encodings, transcripts and judgements (docs/mtr.md)
 score: setup
-	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder in the official layout> (and OUT=<folder>)" >&2; exit 2; }
+	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder: the official layout, or BENCHMARK=mtr's scoring tree> (and OUT=<folder>)" >&2; exit 2; }
 	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for metrics.json> (and TREE=<folder>)" >&2; exit 2; }
 ifeq ($(BENCHMARK),mtr)
 	$(BIN)/aggregator mtr --tree "$(TREE)" --out "$(OUT)" $(if $(filter 1,$(STRICT)),--strict)

@@ -285,6 +285,14 @@ BACKGROUND = ["Dinner is ready!", "Where did I leave my keys?", "Can someone get
               "Ten minutes until showtime.", "Can you pass the salt?", "Let's watch the next one."]
 
 INTERRUPT_PREFIXES = ["Wait, ", "Sorry, ", "Actually, ", "Hold on, "]
+# An interrupting turn shorter than this many words gets a longer cut-in, so that it lasts well
+# over the paper's tau = 2 s (about 2.7 words/s with the default voice): the interruption rule
+# checks [start + tau, end], an empty window for a shorter turn.
+MIN_INTERRUPT_WORDS = 12
+LONG_INTERRUPT_PREFIXES = ["Wait, sorry to cut in here, but I want to ask, ",
+                           "Sorry, can I stop you for a second? I was wondering, ",
+                           "Actually, hold on a moment, let me ask you this: ",
+                           "Hold on, let me jump in here with a question, "]
 
 # Instruction following: (short spoken request, GT answer).
 ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -558,12 +566,17 @@ def grid(rng: random.Random, low: float, high: float, step: float = 0.05) -> flo
 
 
 def interrupt_turn(rng: random.Random, text: str) -> str:
-    """Half of the interrupting turns open with a cut-in word."""
-    if rng.random() < 0.5:
+    """Half of the interrupting turns open with a cut-in word; a short one always opens with a
+    longer cut-in (MIN_INTERRUPT_WORDS)."""
+    short = len(text.split()) < MIN_INTERRUPT_WORDS
+    if not short and rng.random() < 0.5:
         return text
-    prefix = rng.choice(INTERRUPT_PREFIXES)
+    prefix = rng.choice(LONG_INTERRUPT_PREFIXES if short else INTERRUPT_PREFIXES)
     first = text.split()[0]
-    return prefix + (text if first in ("I", "I'm", "I've") else text[0].lower() + text[1:])
+    out = prefix + (text if first in ("I", "I'm", "I've") else text[0].lower() + text[1:])
+    if len(out.split()) < MIN_INTERRUPT_WORDS:  # a very short request: one more cut-in word or two
+        out = "Um, sorry, " + out[0].lower() + out[1:]
+    return out
 
 
 def mix_features(rng: random.Random, set_: str) -> list[list[str]]:

@@ -56,6 +56,7 @@ class Run:
         self.dirs = {name: root / name for name in COMPONENTS}
         self.status = {name: {} for name in COMPONENTS}
         self.manifest: list[dict] = []
+        self.without: dict[str, str] = {}  # dialogues the rounds stage made no rounds of, and why
 
     def file(self, stage: str, key: str, name: str, obj) -> None:
         p = self.dirs[stage] / "samples" / key / name
@@ -105,7 +106,8 @@ class Run:
             d.mkdir(parents=True, exist_ok=True)
             (d / "stage.json").write_text(json.dumps({"component": COMPONENTS[name],
                                                       "samples": self.status[name]}))
-        (self.dirs["rounds"] / "manifest.json").write_text(json.dumps({"samples": self.manifest}))
+        (self.dirs["rounds"] / "manifest.json").write_text(json.dumps({"samples": self.manifest, "rounds": {
+            "dialogues_without_rounds": self.without}}))
         return [self.dirs[n] for n in COMPONENTS]
 
 
@@ -157,6 +159,7 @@ def build_inputs(root: Path) -> list[Path]:
         run.round("synthetic_dialogue_quality", "q1", k, 3, "dialogue_quality", dq(k), stage="rounds",
                   source="segmentation", asr_words=words(start_of(k) + 3.6, 3),
                   judgement=judgement(DQ, score, "q1", "dialogue_quality", status=status, k=k))
+    run.without = {"synthetic_dialogue_quality/q9": "segmentation.json: no user turn"}
     return run.write()
 
 
@@ -191,7 +194,7 @@ def test_outputs_exist_and_satisfy_their_schemas(scored):
         assert problem("mtr-judgement", json.loads(line)) is None
     stage = json.loads((out / "stage.json").read_text())
     assert "tree/smooth_features/s1/encoding.json" in stage["outputs"]
-    assert stage["invocation_notes"]["mtr"] == {"dialogues": 6, "invalid": 2, "missing": 3}
+    assert stage["invocation_notes"]["mtr"] == {"dialogues": 6, "invalid": 3, "missing": 3}
 
 
 def test_tree_encodings_cover_every_declared_round(scored):
@@ -264,7 +267,7 @@ def test_missing_rounds_named_with_reasons(scored):
 
 def test_hostile_and_incomplete_dialogues_invalid_one_line(scored):
     inv = {b["dialogue"]: b["problem"] for b in scored["metrics"]["invalid"]}
-    assert set(inv) == {"smooth_features/s3", "smooth_features/s4"}
+    assert set(inv) == {"smooth_features/s3", "smooth_features/s4", "synthetic_dialogue_quality/q9"}
     assert "dialogue_id '../s3' contains a path separator" in inv["smooth_features/s3"]
     assert "round 2" in inv["smooth_features/s4"] and "has no round.json" in inv["smooth_features/s4"]
     assert all("\n" not in p for p in inv.values())
@@ -397,3 +400,14 @@ def test_round_ids_and_settings():
     assert make_stage({}).finalize is fdb_score_stage              # fdb-v1 stays the default
     assert make_stage({"benchmark": "fdb-v1"}).finalize is fdb_score_stage
     assert make_stage({"benchmark": "mtr"}).finalize is not fdb_score_stage
+
+
+def test_a_dialogue_the_rounds_stage_could_not_cut_is_invalid(scored):
+    """The rounds stage's manifest names a dialogue-quality dialogue it made no rounds of: it is
+    invalid in metrics.json and in the tree's coverage.json, so a rescore names it too."""
+    inv = {b["dialogue"]: b["problem"] for b in scored["metrics"]["invalid"]}
+    assert inv["synthetic_dialogue_quality/q9"] == "no round samples: segmentation.json: no user turn"
+    cov = json.loads((scored["out"] / "tree" / "coverage.json").read_text())
+    assert {"dialogue": "synthetic_dialogue_quality/q9",
+            "problem": "no round samples: segmentation.json: no user turn"} in cov["invalid"]
+

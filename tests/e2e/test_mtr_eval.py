@@ -67,7 +67,20 @@ def test_silence_on_the_whole_mini_set(silence):
         assert cell["judgements"] == {"ok": 0, "unparsed": 0, "error": 0, "skipped": 1}, subset
     # the console: one line per subset over rounds 1, 1-2, 1-5, 1-10, and the run's summary
     assert "pause_features" in r.stdout and "1.00/1.00" in r.stdout and "not judged" in r.stdout
+    assert "note: judge none" in r.stdout
     assert run["summary"]["pause_features"]["ranges"]["1-10"]["paper"]["success"] == 1.0
+
+
+def test_interruptions_outlast_tau(silence):
+    """Every interruption of the built mtr-mini lasts over tau = 2 s plus 2 s, so the paper's window
+    [start + tau, end] is never empty (datasets/mtr-synth/generate.py, MIN_INTERRUPT_WORDS)."""
+    _, _, stages, _ = silence
+    spans = []
+    for p in (stages["dataset"] / "samples").glob("*/*/round.json"):
+        ts = read_json(p)["encoding"]["timestamps"]
+        if "interruption_start" in ts:
+            spans.append(ts["interruption_end"] - ts["interruption_start"])
+    assert len(spans) > 20 and min(spans) > 4.0
 
 
 def test_round_outputs_hold_the_ground_truth_history(silence):
@@ -154,6 +167,7 @@ def test_cascade_teacher_forced_with_the_offline_judge(home, silence):
     assert len(history) == 7 and all(h["text"] in said for h in history)  # the GT history, in the LLM's context
     judge = read_json(stages["judge"] / "judge.json")
     assert judge["official"] is False and judge["judge"] == "local-llm"
+    assert "not official" in r.stdout
 
 
 def test_an_mtr_run_archives_and_rescores_to_the_same_bytes(home, silence, tmp_path):

@@ -269,3 +269,25 @@ def test_cli_and_the_dataset_stage_in_import_mode(tmp_path):
     assert rows["candor_dialogue_quality/c1"]["mtr"] == "dialogue"
     dq = tmp_path / "out" / "samples" / "candor_dialogue_quality" / "c1"
     assert sha256_file(dq / "dialogue.wav") == sha256_file(folder / "candor_dialogue_quality" / "c1" / "dialogue.wav")
+
+
+def test_limit_counts_dialogues_of_an_imported_mtr_dataset():
+    """--limit N keeps N dialogues per subset with all their rounds (as the built-in MTR datasets
+    do), never the first N round samples of a subset."""
+    from types import SimpleNamespace
+
+    from duplexeval_common.samples import Sample
+    from duplexeval_tts.imported import ImportedStage
+    ids = ["a-r01", "a-r02", "a-r03", "b-r01", "b-r02", "c-r01"]
+    samples = [Sample("smooth_features", i) for i in ids]
+    fake = SimpleNamespace(rows={s.key: {"mtr": "round"} for s in samples})
+    pick = lambda n: [s.id for s in ImportedStage._first(fake, samples, n)]  # noqa: E731
+    assert pick(1) == ["a-r01", "a-r02", "a-r03"]
+    assert pick(2) == ["a-r01", "a-r02", "a-r03", "b-r01", "b-r02"]
+    assert pick(None) == ids
+    dq = [Sample("candor_dialogue_quality", i) for i in ("c1", "c2")]
+    fake = SimpleNamespace(rows={s.key: {"mtr": "dialogue"} for s in dq})
+    assert [s.id for s in ImportedStage._first(fake, dq, 1)] == ["c1"]
+    fdb = [Sample("x_turn_taking", i) for i in ("1", "2", "3")]
+    fake = SimpleNamespace(rows={s.key: {} for s in fdb})
+    assert [s.id for s in ImportedStage._first(fake, fdb, 2)] == ["1", "2"]

@@ -79,7 +79,24 @@ def test_mini_is_small():
             assert len([x for x in d["lines"] if x["role"] == "user"]) == 6
             continue
         for r in d["rounds"]:
-            assert len(r["user"].split()) <= 14 and len(r["response"].split()) <= 13
+            # an interrupting turn may open with a cut-in of up to 12 words (generate.interrupt_turn)
+            assert len(r["user"].split()) <= (24 if r["features"][0] == "I" else 14)
+            assert len(r["response"].split()) <= 13
+
+
+def test_interrupting_turns_outlast_tau():
+    """Every interrupting user turn of both datasets has at least MIN_INTERRUPT_WORDS words, so it
+    lasts well over the paper's tau = 2 s and the interruption window [start + tau, end] is not
+    empty (built mtr-mini: at least 4.3 s; tests/e2e/test_mtr_eval.py)."""
+    n = 0
+    for folder in ("mtr-mini", "mtr-synth"):
+        for sc in load_all(folder).values():
+            for d in sc.dialogues:
+                for r in d.get("rounds", []):
+                    if r["features"][0] == "I":
+                        n += 1
+                        assert len(r["user"].split()) >= gen().MIN_INTERRUPT_WORDS, (sc.subset, d["id"], r["user"])
+    assert n > 1000
 
 
 def test_content_pools():

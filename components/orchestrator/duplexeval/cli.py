@@ -64,8 +64,9 @@ def main(ctx, home):
 @click.option("--dataset", default=None, help="Dataset (default: the benchmark's: fdb-mini, mtr-mini).")
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
 @click.option("--judge", default=None,
-              help="Judge (default: the benchmark's: embedding-relevance for fdb-v1, local-llm for mtr).")
-@click.option("--limit", type=int, default=None, help="At most N samples per subset (N >= 1).")
+              help="Judge (default: the benchmark's: embedding-relevance for fdb-v1, none for mtr).")
+@click.option("--limit", type=int, default=None,
+              help="At most N samples per subset (N >= 1); for mtr, N dialogues per subset with all their rounds.")
 @click.option("--subset", "subsets", multiple=True,
               help="Only this subset of the dataset (repeatable; default: every subset).")
 @click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
@@ -183,6 +184,8 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
     store.write_run(run_id, record)
     if summary is not None:
         print_report(agg_dir / "report.md")
+        if judge in bench.judge_notes:
+            click.echo(bench.judge_notes[judge])
     print_timing(results)
     print_missing(missing)
     click.echo(f"\nrun {run_id} ({status}) in {record['seconds']:.1f}s: {store.runs / run_id / 'run.json'}")

@@ -78,7 +78,7 @@ PATH_ARGS = ("ca_file", "model_dir", "model", "voice_prompt_dir", "tree")
 
 def check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
-        raise DuplexEvalError(f"--limit must be at least 1 (samples per subset), got {limit}")
+        raise DuplexEvalError(f"--limit must be at least 1 (samples, or MTR dialogues, per subset), got {limit}")
 
 
 def dataset_stage(dataset: str, limit: int | None, subsets: list[str] | None) -> StageSpec:

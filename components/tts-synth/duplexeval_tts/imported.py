@@ -89,9 +89,27 @@ class ImportedStage:
         keep = select_subsets(list(chosen), self.config.get("subsets"), "tts-synth (imported dataset)")
         chosen = {k: v for k, v in chosen.items() if k in keep}
         limit = self.config.get("limit")
-        self.samples = sorted((s for ss in chosen.values()
-                               for s in sorted(ss, key=Sample.sort_key)[:limit]), key=Sample.sort_key)
+        self.samples = sorted((s for ss in chosen.values() for s in self._first(ss, limit)), key=Sample.sort_key)
         return self.samples
+
+    def _first(self, samples: list[Sample], limit: int | None) -> list[Sample]:
+        """The first `limit` samples of a subset; for MTR rows, the first `limit` dialogues with
+        every sample of each (a round sample `<dialogue>-r<kk>` belongs to its dialogue), as the
+        built-in MTR datasets count them (mtr_build.py)."""
+        ordered = sorted(samples, key=Sample.sort_key)
+        if limit is None:
+            return ordered
+        if not any(self.rows[s.key].get("mtr") for s in ordered):
+            return ordered[:limit]
+        from .mtr_build import dialogue_of
+        dialogues: list[str] = []
+        for s in ordered:
+            d = dialogue_of(s.id) if self.rows[s.key].get("mtr") == "round" else s.id
+            if d not in dialogues:
+                dialogues.append(d)
+        keep = set(dialogues[:limit])
+        return [s for s in ordered
+                if (dialogue_of(s.id) if self.rows[s.key].get("mtr") == "round" else s.id) in keep]
 
     def setup(self, _config: dict) -> None:
         pass  # nothing to load: the audio is imported

@@ -48,6 +48,12 @@ def round_id(dialogue_id: str, k: int) -> str:
     return f"{dialogue_id}-r{k:02d}"
 
 
+def dialogue_of(sample_id: str) -> str:
+    """The dialogue of a round sample id `<dialogue>-r<kk>` (the id itself when it is none)."""
+    head, sep, tail = sample_id.rpartition("-r")
+    return head if sep and head and tail.isdigit() and len(tail) >= 2 else sample_id
+
+
 def render_piece(job: tuple) -> tuple[str, object]:
     """("ok", float32 segment) or ("error", one line), for one (voice spec, text, rate) job. Runs
     in a worker process too, so it returns its errors instead of raising."""

@@ -301,7 +301,7 @@ def finalize(sctx: StageContext, state: RoundsState) -> None:
                    "dataset_manifest_sha256": sha256_file(src) if src is not None else None,
                    "dataset_version": ds.get("version"),
                    "dialogues": dict(sorted(per_dialogue.items())),
-                   "dialogues_without_rounds": sorted(state.without)},
+                   "dialogues_without_rounds": dict(sorted(state.without.items()))},
     }
     sctx.write_json(MANIFEST, manifest, "manifest")
     if state.without:

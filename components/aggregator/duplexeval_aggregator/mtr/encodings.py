@@ -107,7 +107,7 @@ def _features(key: str, where: str, task: str, r: dict) -> tuple:
                 or len(set(given)) != len(given) or not set(given) <= {"S", "I", "P", "B"}):
             raise InputError(key, f"{where}: features must be distinct names among S, I, P, B, got {given!r}")
         fs = tuple(f for f in ("S", "I", "P", "B") if f in given)
-        if derived and set(derived) != set(fs):
+        if (derived or task != "dialogue_quality") and set(derived) != set(fs):
             raise InputError(key, f"{where}: features {given!r} disagree with scenario {scenario!r} "
                                   f"({'+'.join(derived)})")
     else:
@@ -285,16 +285,24 @@ def load_dialogue(subset: str, d: Path) -> Dialogue:
     return dia
 
 
-def scan(tree: Path) -> list[tuple[str, Path]]:
-    """(subset, dialogue folder) pairs in order: subsets by name, dialogues numeric ids first."""
+def _listed(folder: Path) -> list[Path]:
+    """The sub-folders of a folder that are data: not hidden (`.`) and not tool litter (`_`, such
+    as __MACOSX or __pycache__)."""
+    return [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
+
+
+def scan(tree: Path) -> list[tuple[str, Path | None]]:
+    """(subset, dialogue folder) pairs in order: subsets by name, dialogues numeric ids first. A
+    subset folder whose name is not a plain name gives (its name, None): that subset is invalid,
+    the others are read."""
     if not tree.is_dir():
         raise InputError(str(tree), "the tree is not a folder")
-    out = []
-    for sub in sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    out: list[tuple[str, Path | None]] = []
+    for sub in sorted(_listed(tree)):
         if name_problem(sub.name):
-            raise InputError(sub.name, f"subset name {name_problem(sub.name)}")
-        for d in sorted((p for p in sub.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                        key=lambda p: id_sort_key(p.name)):
+            out.append((sub.name, None))
+            continue
+        for d in sorted(_listed(sub), key=lambda p: id_sort_key(p.name)):
             out.append((sub.name, d))
     return out
 
@@ -305,6 +313,12 @@ def load_tree(tree: Path, strict: bool = False) -> tuple[list, list]:
     strict: the first problem raises."""
     dialogues, invalid, first = [], [], {}
     for subset, d in scan(tree):
+        if d is None:
+            problem = f"subset name {name_problem(subset)}"
+            if strict:
+                raise InputError(ascii(subset)[:80], problem)
+            invalid.append((ascii(subset)[:80], problem))
+            continue
         key = f"{subset}/{d.name}"
         try:
             if name_problem(d.name):

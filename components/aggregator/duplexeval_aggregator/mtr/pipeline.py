@@ -166,6 +166,9 @@ def _check_round_json(obj, sample: str, subset: str, dialogue_id: str, k: int) -
         raise Problem(f"{where}: set must be a non-empty string or null, got {set_!r}")
     if not _finite(obj.get("start_s")) or obj["start_s"] < 0:
         raise Problem(f"{where}: start_s must be a non-negative number, got {obj.get('start_s')!r}")
+    if not _finite(obj.get("end_s")) or obj["end_s"] < obj["start_s"]:
+        raise Problem(f"{where}: end_s must be a number at or after start_s ({obj['start_s']}), "
+                      f"got {obj.get('end_s')!r}")
     enc = obj.get("encoding")
     if not isinstance(enc, dict):
         raise Problem(f"{where}: encoding must be an object")
@@ -325,6 +328,18 @@ def build_tree(inputs: Inputs) -> Built:
             _dialogue(inputs, upstream, subset, did, groups[(subset, did)], built)
         except Problem as exc:
             built.invalid.append((f"{subset}/{did}", _one_line(exc)))
+    # dialogues the rounds stage could not cut into rounds (its manifest says which, and why):
+    # invalid, so the scores, the tree's coverage.json and a rescore all name them
+    man = inputs.root_file("manifest.json")
+    try:
+        rounds = read_json_file(man, "manifest.json").get("rounds") if man is not None else None
+    except (Problem, AttributeError):
+        rounds = None  # the samples' listing read it already: nothing more to learn here
+    without = rounds.get("dialogues_without_rounds") if isinstance(rounds, dict) else None
+    if isinstance(without, dict):
+        for key, why in sorted(without.items()):
+            built.invalid.append((str(key), _one_line(f"no round samples: {why}")))
+    built.invalid.sort(key=lambda x: (x[0], x[1]))
     built.files[COVERAGE] = dumps(built.coverage())
     return built
 

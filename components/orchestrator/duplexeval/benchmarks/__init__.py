@@ -44,6 +44,7 @@ class Benchmark:
     missing: Callable[[Path], dict]             # aggregate stage folder -> {sample: why}
     score_command: tuple[str, ...]              # `aggregator ...` scoring a tree: + --tree T --out O
     components: tuple[str, ...] = field(default=())  # the images it needs besides the runner's
+    judge_notes: dict = field(default_factory=dict)  # judge -> a line printed with its numbers
 
     def dataset(self, name: str) -> Dataset | None:
         return next((d for d in self.datasets if d.name == name), None)

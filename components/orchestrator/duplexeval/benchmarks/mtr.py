@@ -125,4 +125,10 @@ BENCHMARK = Benchmark(
     missing=missing,
     score_command=("aggregator", "mtr"),
     components=("tts-synth", "asr-aligner", "turn-segmenter", "judge", "aggregator"),
+    judge_notes={
+        "local-llm": "note: judge local-llm (SmolLM2-135M) is a smoke test, not the paper's GPT-4o judge: its "
+                     "instruction-following, safety and dialogue-quality numbers are not official (JUDGE=openai)",
+        "none": "note: judge none: instruction following, safety and dialogue quality are not judged "
+                "(JUDGE=openai judges them; the runner and ASR stages are reused)",
+    },
 )
