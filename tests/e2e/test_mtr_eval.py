@@ -135,7 +135,8 @@ def test_always_talk_fails_every_pause(home, silence):
     assert r.returncode == 0, r.stdout + r.stderr
     for rng in RANGES:
         assert success(metrics, "pause_features", rng)[:2] == (0.0, 0.0)
-    rows = [row for row in read_jsonl(stages["aggregate"] / "rounds.jsonl") if row["subset"] == "pause_features"]
+    rows = [row for row in read_jsonl(stages["aggregate"] / "rounds.jsonl")
+            if row["dialogue"].startswith("pause_features/")]
     assert len(rows) == 10 and all(row["observed"] for row in rows)
 
 
