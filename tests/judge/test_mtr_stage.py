@@ -304,7 +304,7 @@ def test_fields_of_a_round(tmp_path, task):
 
 @pytest.mark.slow
 def test_local_llm_judges_rounds_offline_with_one_model(tmp_path):
-    """The MTR default: SmolLM2 offline, loaded once for the three tasks; labelled not official."""
+    """SmolLM2 offline (local-llm), loaded once for the three tasks; labelled not official."""
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
     from pathlib import Path
@@ -315,7 +315,7 @@ def test_local_llm_judges_rounds_offline_with_one_model(tmp_path):
         user_cache_dir().mkdir(parents=True)
         (user_cache_dir() / "models").symlink_to(real_models)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"benchmark": "mtr"}))  # judge: local-llm by default
+    cfg.write_text(json.dumps({"benchmark": "mtr", "judge": "local-llm"}))
     r = subprocess.run([command("judge"), "run", "--input", str(stage_folder(tmp_path / "in")), "--output",
                         str(tmp_path / "out"), "--config", str(cfg)], capture_output=True, text=True,
                        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
