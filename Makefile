@@ -66,8 +66,11 @@ eval-images: setup
 	  && $(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common $$comps \
 	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh $$comps
 
+# a passed test's tmp_path is removed when it ends, and only the last session's failures are kept:
+# one full run writes about 4 GB of audio and stores, which would otherwise pile up run after run
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed -o tmp_path_retention_count=1 \
+	  $(PYTEST_ARGS) tests
 
 # BENCHMARK=mtr scores a tree of MTR encodings, transcripts and judgements (docs/mtr.md)
 score: setup

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -27,6 +28,13 @@ from .dialogues import dialogue, scripted_runs, write
 
 def main(n: int = 200) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="segbench-"))
+    try:
+        return _measure(n, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(n: int, tmp: Path) -> dict:
     os.environ["DUPLEXEVAL_CACHE"] = str(tmp / "cache")
     os.environ["OPENAI_API_KEY"] = "bench"
     ds = {f"mtr_dq/d{s:03d}": dialogue(s, start=round(1.0 + s * 0.01, 2)) for s in range(n)}
