@@ -1,6 +1,6 @@
-"""Measure the turn-segmenter on 200 ten-round synthetic dialogues (not a test; run by hand):
+"""Benchmark: the turn-segmenter stage on N (200) ten-round synthetic dialogues.
 
-    .venv/bin/python -m tests.turn_segmenter.bench [N]
+    .venv/bin/python benchmarks/bench_segmenter.py [N]
 
 Transcripts are written once (user.json/model.json, as an asr stage would cache them); then the
 stage runs offline, then with the LLM segmenter against the chat-completions test double
@@ -22,8 +22,10 @@ from pathlib import Path
 from duplexeval_segmenter import voting
 from duplexeval_segmenter.stage import make_stage
 
-from ..judge import chat_server
-from .dialogues import dialogue, scripted_runs, write
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.judge import chat_server  # noqa: E402  (the test suite's chat-completions double)
+from tests.turn_segmenter.dialogues import dialogue, scripted_runs, write  # noqa: E402
 
 
 def main(n: int = 200) -> dict:
