@@ -210,3 +210,22 @@ def test_a_cancelled_shard_is_resubmitted_and_the_result_is_identical(cluster, t
     assert proc.returncode == 0, err[-5000:] + cluster.logs()
     assert "resubmitting" in err, err[-3000:]
     assert metrics(tmp_path / "slurm") == metrics(tmp_path / "local")
+
+
+def test_the_mtr_plan_under_slurm_gives_the_local_executors_bytes(cluster, tmp_path):
+    """Every stage of MTR-DuplexBench's plan (dataset, dialogue-asr, segment, rounds, runner, asr, judge,
+    aggregate) runs as a job array of 2 shards and a finalize job, or as one job for the aggregator,
+    and the scored files equal the local executor's, byte for byte."""
+    args = ("eval", "--benchmark", "mtr", "--model", "silence", "--limit", "1")
+    local = dx(tmp_path / "local", *args, env=cluster.env)
+    assert local.returncode == 0, local.stderr[-3000:]
+    r = dx(tmp_path / "slurm", *args, "--executor", "slurm", "--slurm-shards", "2", env=cluster.env)
+    assert r.returncode == 0, r.stderr[-5000:] + cluster.logs()
+    runs = {h: read_json(tmp_path / h / "runs" / "latest" / "run.json") for h in ("local", "slurm")}
+    names = [s["name"] for s in runs["slurm"]["stages"]]
+    assert names == ["dataset", "dialogue-asr", "segment", "rounds", "runner", "asr", "judge", "aggregate"]
+    assert [s["key"] for s in runs["slurm"]["stages"]] == [s["key"] for s in runs["local"]["stages"]]
+    out = {h: tmp_path / h / "store" / runs[h]["stages"][-1]["key"] for h in runs}
+    for name in ("metrics.json", "rounds.jsonl", "report.md"):
+        assert (out["slurm"] / name).read_bytes() == (out["local"] / name).read_bytes(), name
+    assert "shard 1/2" in r.stderr and "finalize" in r.stderr
