@@ -213,9 +213,9 @@ def test_a_cancelled_shard_is_resubmitted_and_the_result_is_identical(cluster, t
 
 
 def test_the_mtr_plan_under_slurm_gives_the_local_executors_bytes(cluster, tmp_path):
-    """Every stage of MTR-DuplexBench's plan (dataset, dialogue-asr, segment, rounds, runner, asr, judge,
-    aggregate) runs as a job array of 2 shards and a finalize job, or as one job for the aggregator,
-    and the scored files equal the local executor's, byte for byte."""
+    """MTR-DuplexBench's plan (dataset, dialogue-asr, segment, rounds, runner, asr, judge, aggregate)
+    under the Slurm executor: the same stage keys, and scored files equal to the local executor's,
+    byte for byte."""
     args = ("eval", "--benchmark", "mtr", "--model", "silence", "--limit", "1")
     local = dx(tmp_path / "local", *args, env=cluster.env)
     assert local.returncode == 0, local.stderr[-3000:]
@@ -228,4 +228,12 @@ def test_the_mtr_plan_under_slurm_gives_the_local_executors_bytes(cluster, tmp_p
     out = {h: tmp_path / h / "store" / runs[h]["stages"][-1]["key"] for h in runs}
     for name in ("metrics.json", "rounds.jsonl", "report.md"):
         assert (out["slurm"] / name).read_bytes() == (out["local"] / name).read_bytes(), name
+    # Each stage ran as 2 shards (a record each) and the finalize job, but the aggregator (always one
+    # job) and the segmenter: its input, the dialogue-asr stage, holds the one dialogue-quality
+    # dialogue of --limit 1, and a stage never gets more shards than its inputs have samples.
+    single = {"segment", "aggregate"}
+    for s in runs["slurm"]["stages"]:
+        shards = sorted(p.name for p in (tmp_path / "slurm" / "store" / s["key"]).glob("stage.shard-*.json"))
+        assert shards == ([] if s["name"] in single else
+                          ["stage.shard-0-of-2.json", "stage.shard-1-of-2.json"]), (s["name"], shards)
     assert "shard 1/2" in r.stderr and "finalize" in r.stderr
