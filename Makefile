@@ -2,14 +2,14 @@
 SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(VENV)/bin
-# fdb-v1 (Full-Duplex-Bench v1.0) or mtr (MTR-DuplexBench); empty: the dataset's, else fdb-v1
+# a benchmark of `duplexeval benchmarks` (benchmarks/<name>/); empty: the dataset's, else the default one
 BENCHMARK ?=
 MODEL ?= cascade
-# empty: the benchmark's default (fdb-mini, mtr-mini)
+# empty: the benchmark's default dataset
 DATASET ?=
 RUNTIME ?= local
 ASR ?= faster-whisper
-# empty: the benchmark's default (embedding-relevance for fdb-v1, local-llm for mtr)
+# empty: the benchmark's default judge
 JUDGE ?=
 LIMIT ?=
 # only these subsets of the dataset (space-separated; default: all)
@@ -28,8 +28,15 @@ RUNNER_ARGS ?=
 # the judge's model and OpenAI-compatible endpoint (key: $$OPENAI_API_KEY in the environment)
 JUDGE_MODEL ?=
 JUDGE_BASE_URL ?=
-# which upstream Full-Duplex-Bench revision the official column follows (docs/metrics.md)
+# the benchmark's own settings, "name=value ..." (`duplexeval benchmarks` lists them); OFFICIAL_REVISION=X
+# is short for BENCHMARK_ARGS="official_revision=X" (Full-Duplex-Bench v1.0's official column)
+BENCHMARK_ARGS ?=
 OFFICIAL_REVISION ?=
+# make score: the task of a subset folder named otherwise than the benchmark's official names
+# ("subset=task ..."), and the scorer's settings ("name=value ..."; ICC_GT=, EXCLUDE_INVALID=1 and
+# STRICT=1 are short for icc_gt=..., exclude_invalid=true and strict=true)
+TASKS ?=
+SCORE_ARGS ?=
 # where stages run: empty/local (this machine) or slurm (job arrays; docs/scale.md)
 EXECUTOR ?=
 SLURM_SHARDS ?=
@@ -54,7 +61,8 @@ eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 	  $(if $(STAGE_TIMEOUT),--stage-timeout $(STAGE_TIMEOUT)) $(if $(MEMORY_GB),--memory-gb $(MEMORY_GB)) \
 	  $(if $(CPUS),--cpus $(CPUS)) $(if $(JUDGE_MODEL),--judge-arg "model=$(JUDGE_MODEL)") \
 	  $(if $(JUDGE_BASE_URL),--judge-arg "base_url=$(JUDGE_BASE_URL)") \
-	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)") \
+	  $(foreach a,$(BENCHMARK_ARGS),--benchmark-arg $(a)) \
+	  $(if $(OFFICIAL_REVISION),--benchmark-arg "official_revision=$(OFFICIAL_REVISION)") \
 	  $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(SLURM_SHARDS),--slurm-shards $(SLURM_SHARDS)) \
 	  $(if $(SLURM_PARTITION),--slurm-partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--slurm-time $(SLURM_TIME)) \
 	  $(if $(SLURM_GPUS_RUNNER),--slurm-gpus-runner $(SLURM_GPUS_RUNNER)) \
@@ -62,7 +70,7 @@ eval: setup $(if $(filter docker,$(RUNTIME)),eval-images)
 
 # the images `make eval RUNTIME=docker` needs: the benchmark's components and the runner image of MODEL
 eval-images: setup
-	@comps=$$($(BIN)/python -m duplexeval.benchmarks.images "$(BENCHMARK)" "$(DATASET)" "$(MODEL)") \
+	@comps=$$($(BIN)/python -m duplexeval.images "$(BENCHMARK)" "$(DATASET)" "$(MODEL)") \
 	  && $(DOCKER_SCRIPTS_DIR)/wheelhouse.sh common $$comps \
 	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh $$comps
 
@@ -70,19 +78,17 @@ eval-images: setup
 # one full run writes about 4 GB of audio and stores, which would otherwise pile up run after run
 test: setup
 	$(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed -o tmp_path_retention_count=1 \
-	  $(PYTEST_ARGS) tests
+	  $(PYTEST_ARGS) tests benchmarks
 
-# BENCHMARK=mtr scores a tree of MTR encodings, transcripts and judgements (docs/mtr.md)
+# scores a tree made elsewhere in the benchmark's layout (its doc page; default: the default benchmark)
 score: setup
-	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder: the official layout, or BENCHMARK=mtr's scoring tree> (and OUT=<folder>)" >&2; exit 2; }
-	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for metrics.json> (and TREE=<folder>)" >&2; exit 2; }
-ifeq ($(BENCHMARK),mtr)
-	$(BIN)/aggregator mtr --tree "$(TREE)" --out "$(OUT)" $(if $(filter 1,$(STRICT)),--strict)
-else
-	$(BIN)/aggregator fdb-v1 --tree "$(TREE)" --out "$(OUT)" $(if $(ICC_GT),--icc-gt "$(ICC_GT)") \
-	  $(if $(filter 1,$(EXCLUDE_INVALID)),--exclude-invalid) \
-	  $(if $(OFFICIAL_REVISION),--official-revision "$(OFFICIAL_REVISION)")
-endif
+	@test -n "$(TREE)" || { echo "error: make score needs TREE=<folder in the benchmark's layout> (and OUT=<folder>)" >&2; exit 2; }
+	@test -n "$(OUT)" || { echo "error: make score needs OUT=<folder for the scores> (and TREE=<folder>)" >&2; exit 2; }
+	$(BIN)/aggregator score $(if $(BENCHMARK),--benchmark $(BENCHMARK)) --tree "$(TREE)" --out "$(OUT)" \
+	  $(foreach t,$(TASKS),--task $(t)) $(foreach a,$(SCORE_ARGS),--option $(a)) \
+	  $(if $(ICC_GT),--option "icc_gt=$(ICC_GT)") $(if $(filter 1,$(EXCLUDE_INVALID)),--option exclude_invalid=true) \
+	  $(if $(OFFICIAL_REVISION),--option "official_revision=$(OFFICIAL_REVISION)") \
+	  $(if $(filter 1,$(STRICT)),--option strict=true)
 
 runs: setup
 	@$(BIN)/duplexeval runs

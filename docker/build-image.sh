@@ -106,7 +106,19 @@ for n in "${names[@]}"; do
   build "$installed" "$n-install" "$CONTEXT_DIR/$n" "${install_args[@]}" \
     --build-arg PARENT="$IMAGE_PREFIX/${parent[$n]}:$common_version" --build-arg VERSION="$v"
   docker tag "$installed" "$IMAGE_PREFIX/$n-install:latest"
-  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$(component_dir "$n")/Dockerfile" --build-arg INSTALLED="$installed"
+  labels=()
+  case "$n" in
+    "$RUNNER_PREFIX"*) base_of_own="$installed" ;;
+    *)  # the benchmark packages on top; the labels say what the image is without them and with which
+        benched="$IMAGE_PREFIX/$n-bench:$v"
+        build "$benched" "$n-bench" "$CONTEXT_DIR/$n" -f "$DOCKER_SCRIPTS_DIR/Dockerfile.benchmarks" \
+          --build-arg INSTALLED="$installed"
+        base_of_own="$benched"
+        labels=(--label "org.duplexeval.engine=$(docker image inspect -f '{{.Id}}' "$installed")"
+                --label "org.duplexeval.benchmarks=$("$PYTHON" "$DOCKER_SCRIPTS_DIR/images.py" benchmark-digests)") ;;
+  esac
+  build "$tag" "$n" "$CONTEXT_DIR/$n" -f "$(component_dir "$n")/Dockerfile" --build-arg INSTALLED="$base_of_own" \
+    "${labels[@]}"
   docker tag "$tag" "$IMAGE_PREFIX/$n:latest"
   if ! out="$(docker run --rm --network none "$tag" --help 2>&1)"; then
     printf '%s\n' "$out" | tail -n 20 >&2; die "$tag: \`--help\` failed"

@@ -12,6 +12,8 @@
     python3 docker/images.py requirements NAME..  the requirements.txt files these images install
                                                   from, one a line (for the wheelhouse)
     python3 docker/images.py needs-torch NAME     exit 0 when the image needs torch (torch-base)
+    .venv/bin/python docker/images.py benchmark-digests   {benchmark: source digest} of the installed
+                                                  benchmark packages (the component images' label)
 
 Image names: a component components/<name>/ (with a Dockerfile) gives duplexeval/<name>; a runner
 package components/runners/<name>/ gives duplexeval/runner-<name>. Every runner image holds the
@@ -170,6 +172,11 @@ def main(argv: list[str]) -> int:
             print("\n".join(str(f) for f in files))
         elif len(argv) == 2 and argv[0] == "needs-torch":
             return 0 if needs_torch(argv[1]) else 1
+        elif argv == ["benchmark-digests"]:  # (run by the repository's python: it imports the common library)
+            from duplexeval_common import benchmarks
+            import json
+            print(json.dumps({n: benchmarks.get(n).digest() for n in benchmarks.names()}, sort_keys=True,
+                             separators=(",", ":")))
         else:
             print(__doc__, file=sys.stderr)
             return 2

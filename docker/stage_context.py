@@ -14,12 +14,11 @@ warm):
                              pip, torch, common for the base targets; build (setuptools, wheel)
                              and component, or core and runner, for an image
   src/common/, src/component/   sources without build leftovers (a component: docker/Dockerfile.component)
-  src/libs/<folder>/         a component's duplexeval library dependencies beyond common (its
-                             pyproject.toml dependencies named duplexeval-*, transitively), which
-                             its own Dockerfile installs with --no-deps: the turn-segmenter's
-                             components/judge (duplexeval-judge's client, cache and prompts; the
-                             component's own requirements pin what it uses of it). No other
-                             component has one, so no other context changes.
+  src/benchmarks/<folder>/   every benchmark package (benchmarks/<folder>/: its pyproject.toml and
+                             its Python package; not its datasets or tests), which
+                             docker/Dockerfile.benchmarks installs with --no-deps on top of the
+                             component's install image: every component runs its stage's
+                             benchmark's hooks (pure Python over the component's own packages).
   src/common/, src/core/, src/runners/<package>/   (a runner image runner-<x>: docker/Dockerfile.runner;
                              the core is components/duplex-runner, the packages are runners/<x> and
                              the duplexeval runner packages it depends on, docker/images.py)
@@ -162,38 +161,30 @@ def stage_reqs(wh: Path, py: str, req: Path | str, rdir: Path) -> set[str]:
     return files
 
 
-def component_libraries(name: str) -> list[Path]:
-    """The folders of component NAME's duplexeval library dependencies beyond common (its
-    pyproject.toml dependencies named duplexeval-*, transitively, dependencies first)."""
-    projects: dict[str, Path] = {}
-    for pp in sorted((REPO / "components").glob("*/pyproject.toml")):
-        try:
-            with open(pp, "rb") as f:
-                projects[reqs.norm(tomllib.load(f)["project"]["name"])] = pp.parent
-        except (KeyError, tomllib.TOMLDecodeError):
+BENCHMARK_SKIP = {"datasets", "tests"}  # a benchmark folder's parts no image needs
+
+
+def benchmark_folders() -> dict[str, Path]:
+    """{folder name: benchmarks/<folder>} of every benchmark package of the repository."""
+    return {p.parent.name: p.parent for p in sorted((REPO / "benchmarks").glob("*/pyproject.toml"))}
+
+
+def sync_benchmark(src: Path, dst: Path) -> None:
+    """A benchmark folder without its datasets and tests (the images run its hooks only)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    keep = set()
+    for entry in sorted(src.iterdir()):
+        if entry.name in BENCHMARK_SKIP or skip(entry.name):
             continue
-    skip_names = {reqs.norm("duplexeval-common")}
-    order: list[Path] = []
-
-    def visit(d: Path, path: tuple[str, ...]) -> None:
-        with open(d / "pyproject.toml", "rb") as f:
-            deps = tomllib.load(f).get("project", {}).get("dependencies", [])
-        for dep in deps:
-            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", dep)
-            n = reqs.norm(m.group(1)) if m else ""
-            if not n.startswith("duplexeval") or n in skip_names:
-                continue
-            if n not in projects:
-                raise images.ImageError(f"{name}: depends on {n}, which is no package under components/")
-            if n in path:
-                raise images.ImageError(f"{name}: dependency cycle through {n}")
-            lib = projects[n]
-            if lib not in order:
-                visit(lib, (*path, n))
-                order.append(lib)
-
-    visit(REPO / "components" / name, ())
-    return order
+        keep.add(entry.name)
+        if entry.is_dir():
+            sync_tree(entry, dst / entry.name)
+        elif entry.is_file():
+            if not ((dst / entry.name).exists() and filecmp.cmp(entry, dst / entry.name, shallow=False)):
+                shutil.copy2(entry, dst / entry.name)
+    for extra in dst.iterdir():
+        if extra.name not in keep:
+            shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
 
 
 def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
@@ -222,14 +213,12 @@ def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
         sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
                 "component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
         srcs, req_names = {"common": comps / "common", "component": comps / name}, ["component"]
-        libs = component_libraries(name)
-        if libs:
-            nested["libs"] = {d.name: d for d in libs}
+        nested["benchmarks"] = benchmark_folders()
     for dest, src in srcs.items():  # src/<dest>
         sync_tree(src, ctx / "src" / dest)
     for top, subs in nested.items():  # src/<top>/<sub>, nothing else in src/<top>
         for sub, src in subs.items():
-            sync_tree(src, ctx / "src" / top / sub)
+            (sync_benchmark if top == "benchmarks" else sync_tree)(src, ctx / "src" / top / sub)
         for extra in (ctx / "src" / top).iterdir():
             if extra.name not in subs:
                 shutil.rmtree(extra) if extra.is_dir() else extra.unlink()

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.duplexeval-setup-$(cat constraints.txt components/*/requirements.txt components/*/pyproject.toml \
-  components/runners/*/requirements.txt components/runners/*/pyproject.toml docker/reqs.py | sha256sum | cut -c1-16)"
+  components/runners/*/requirements.txt components/runners/*/pyproject.toml benchmarks/*/pyproject.toml \
+  docker/reqs.py | sha256sum | cut -c1-16)"
 # Runner packages (components/runners/<name>) share this environment unless their pyproject.toml
 # says `[tool.duplexeval] environment = "own"` (their pins conflict with the others'): those get
 # their own, made by scripts/setup-runner-venv.sh, and the local runtime runs them from it.
@@ -66,6 +67,11 @@ done
 # the runner core first (the runner packages' entry points need it), then the shared runners
 for c in "${shared_runners[@]}"; do
   "${pip[@]}" --no-deps -e "$c"
+done
+# the benchmark packages (benchmarks/<name>/: pure Python, found by their duplexeval.benchmarks
+# entry points; the components that run their hooks import them)
+for b in benchmarks/*/; do
+  [ -f "$b/pyproject.toml" ] && "${pip[@]}" --no-deps -e "$b"
 done
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"

@@ -26,6 +26,18 @@ def sr() -> int:
     return 16000
 
 
+@pytest.fixture(scope="package")
+def isolated_user_cache(tmp_path_factory):
+    """DUPLEXEVAL_CACHE points to a temporary folder while a test package runs (a package's
+    conftest makes it autouse), so a score without --cache-dir (the user-cache default) stays
+    inside the test's temp dir and the package's tests share one warm VAD cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DUPLEXEVAL_CACHE", str(tmp_path_factory.mktemp("user-cache")))
+    mp.delenv("XDG_CACHE_HOME", raising=False)
+    yield
+    mp.undo()
+
+
 @functools.lru_cache(maxsize=None)
 def piper_voice():
     """The joe Piper voice, loaded once per test process."""
@@ -68,13 +80,24 @@ def speak():
     return _speak
 
 
+# The task of a subset written by write_stage, from the built-in benchmarks' subset names (what
+# each one's declaration says; a test helper's shortcut, the pipeline reads manifests).
+TASK_SUFFIXES = (("pause_handling", "pause_handling"), ("turn_taking", "smooth_turn_taking"),
+                 ("backchannel", "backchannel"), ("user_interruption", "user_interruption"),
+                 ("_features", "features"), ("_instruction_following", "instruction_following"),
+                 ("_safety", "safety"), ("_dialogue_quality", "dialogue_quality"))
+
+
+def task_of(subset: str) -> str | None:
+    return next((t for suffix, t in TASK_SUFFIXES if subset.endswith(suffix)), None)
+
+
 def write_stage(root, samples: dict, manifest: bool = True):
     """A stage folder: samples = {"subset/id": {"file.wav": array | "file.json": obj}}."""
     import json
 
     from duplexeval_common import wavio
     from duplexeval_common.hashing import sha256_file
-    from duplexeval_common.samples import task_of
     rows = []
     for key, files in samples.items():
         subset, sid = key.split("/")

@@ -45,17 +45,29 @@ def test_tree_hash_changes_with_content_and_ignores_caches(tmp_path):
 
 
 def test_schema_errors_are_one_line_with_sample():
-    schemas.validate("pause", [{"text": "[PAUSE]", "timestamp": [1.0, 2.0]}])
+    # a benchmark's own schema (a SchemaSet's) and a shared one
+    from duplexeval_fdb_v1.schemas import SCHEMAS
+    SCHEMAS.validate("pause", [{"text": "[PAUSE]", "timestamp": [1.0, 2.0]}])
     with pytest.raises(SampleError) as e:
-        schemas.validate("pause", [{"text": "[PAUSE]", "timestamp": [1.0]}], "synthetic_pause_handling/3")
+        schemas.validate(SCHEMAS["pause"], [{"text": "[PAUSE]", "timestamp": [1.0]}], "synthetic_pause_handling/3")
     assert str(e.value).startswith("synthetic_pause_handling/3: pause schema: at 0/timestamp")
+    with pytest.raises(SampleError) as e:
+        schemas.validate("output", {"text": 3}, "s/1")
+    assert str(e.value).startswith("s/1: output schema: at ")
 
 
 def test_every_schema_is_valid_draft_2020_12():
-    for p in sorted(schemas.schemas_dir().glob("*.schema.json")):
-        name = p.name[: -len(".schema.json")]
-        schemas._validator(name)  # check_schema raises on an invalid schema
-        assert schemas.load_schema(name)["$schema"].endswith("2020-12/schema")
+    from duplexeval_common.benchmarks import all_benchmarks
+    sets = [(schemas.schemas_dir(), lambda n: n)]
+    for b in all_benchmarks():  # and every benchmark's own
+        folder = b.resource("schemas")
+        if folder.is_dir():
+            sets.append((folder, lambda n, f=folder: schemas.SchemaSet(f)[n]))
+    for folder, named in sets:
+        for p in sorted(folder.glob("*.schema.json")):
+            name = named(p.name[: -len(".schema.json")])
+            schemas._validator(name)  # check_schema raises on an invalid schema
+            assert schemas.load_schema(name)["$schema"].endswith("2020-12/schema")
 
 
 def test_redact_secrets_but_not_env_names():

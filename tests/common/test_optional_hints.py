@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from duplexeval_common import optional
-from duplexeval_common.errors import MissingDependency
+from duplexeval_common.errors import DuplexEvalError, MissingDependency
 from duplexeval_common.registry import Registry
 
 from ..conftest import command, silence, write_stage
 
-FDB_MINI = Path(__file__).resolve().parents[2] / "datasets" / "fdb-mini"
+FDB_MINI = Path(__file__).resolve().parents[2] / "benchmarks" / "fdb-v1" / "datasets" / "fdb-mini"
 HIDE_ENV = "DUPLEXEVAL_TEST_HIDE"
 SITECUSTOMIZE = textwrap.dedent(f'''
     import os
@@ -64,9 +64,10 @@ def _inputs(component: str, root):
 # (component, config, hidden top-level module, pinned pip hint the error line must carry)
 CASES = [
     ("asr-aligner", {"backend": "faster-whisper"}, "faster_whisper", "pip install faster-whisper==1.2.1"),
-    ("judge", {"judge": "embedding-relevance"}, "transformers", "pip install transformers==5.24.0"),
-    ("judge", {"judge": "embedding-relevance"}, "torch", "pip install torch==2.13.0"),
-    ("judge", {"judge": "official-gpt"}, "openai", "pip install openai==3.57.0"),
+    ("judge", {"benchmark": "fdb-v1", "judge": "embedding-relevance"}, "transformers",
+     "pip install transformers==5.24.0"),
+    ("judge", {"benchmark": "fdb-v1", "judge": "embedding-relevance"}, "torch", "pip install torch==2.13.0"),
+    ("judge", {"benchmark": "fdb-v1", "judge": "official-gpt"}, "openai", "pip install openai==3.57.0"),
     ("duplex-runner", {"runner": "fixed-latency"}, "onnxruntime",
      "pip install -c constraints.txt onnxruntime==1.32.0"),
     ("duplex-runner", {"runner": "fixed-latency"}, "piper", "pip install -c constraints.txt piper-tts==1.8.0"),
@@ -74,8 +75,9 @@ CASES = [
      "pip install -c constraints.txt transformers==5.24.0"),
     ("duplex-runner", {"runner": "cascade"}, "faster_whisper",
      "pip install -c constraints.txt faster-whisper==1.2.1"),
-    ("tts-synth", {"dataset": "fdb-mini", "limit": 1}, "piper", "pip install piper-tts==1.8.0"),
-    ("tts-synth", {"dataset": "fdb-mini", "limit": 1}, "onnxruntime", "pip install onnxruntime==1.32.0"),
+    ("tts-synth", {"benchmark": "fdb-v1", "dataset": "fdb-mini", "limit": 1}, "piper", "pip install piper-tts==1.8.0"),
+    ("tts-synth", {"benchmark": "fdb-v1", "dataset": "fdb-mini", "limit": 1}, "onnxruntime",
+     "pip install onnxruntime==1.32.0"),
 ]
 
 
@@ -161,7 +163,7 @@ def test_runner_deps_use_the_runner_hints():
 def test_registry_rejects_a_duplicate_name():
     reg = Registry("widget")
     reg.add("a", "json:dumps", "first")
-    with pytest.raises(ValueError, match="widget 'a'"):
+    with pytest.raises(DuplexEvalError, match="widget 'a' is registered twice: by json:dumps and by json:loads"):
         reg.add("a", "json:loads", "second")
     assert reg.load("a") is json.dumps  # the first entry stays
 

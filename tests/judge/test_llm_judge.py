@@ -16,7 +16,7 @@ import pytest
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.schemas import problem
-from duplexeval_judge.llm_judge import OpenAIJudge
+from duplexeval_common.llm.judges import OpenAIJudge
 
 from ..conftest import command
 from .chat_server import error, malformed, ok, slow

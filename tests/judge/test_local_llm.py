@@ -9,7 +9,7 @@ import pytest
 
 from duplexeval_common.cache import user_cache_dir
 from duplexeval_common.jsonio import read_json, read_jsonl
-from duplexeval_judge import prompts
+from duplexeval_common.llm import prompts
 
 from .conftest import interruption_stage, run_judge
 

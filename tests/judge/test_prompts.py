@@ -8,7 +8,8 @@ import pytest
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
-from duplexeval_judge import mtr, prompts
+from duplexeval_common.llm import prompts
+from duplexeval_mtr import judging as mtr
 
 IDS = ["fdb-v1-interruption", "mtr-dialogue-quality", "mtr-instruction-following", "mtr-safety",
        "mtr-turn-segmentation"]

@@ -479,8 +479,8 @@ def test_the_pipeline_walks_in_the_canonical_order_wherever_its_tree_lies(tmp_pa
     the tree lies (and a machine's file system) cannot move a number."""
     import contextlib
 
-    from duplexeval_aggregator import official
-    from duplexeval_aggregator import pipeline_stage as ps
+    from duplexeval_fdb_v1.score import official
+    from duplexeval_fdb_v1.score import stage as ps
     from duplexeval_common.samples import Inputs
     stage = tmp_path / "stage"
     ids = [str(i) for i in range(0, 400, 3)]

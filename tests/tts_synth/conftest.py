@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DATASET = REPO / "datasets" / "fdb-mini"
+DATASET = REPO / "benchmarks" / "fdb-v1" / "datasets" / "fdb-mini"
 SUBSETS = ("synthetic_backchannel", "synthetic_pause_handling", "synthetic_turn_taking", "synthetic_user_interruption")
 
 

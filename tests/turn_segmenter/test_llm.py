@@ -12,7 +12,8 @@ import pytest
 
 from duplexeval_common.jsonio import read_jsonl
 from duplexeval_common.schemas import validate
-from duplexeval_judge import mtr, prompts
+from duplexeval_common.llm import prompts
+from duplexeval_mtr import judging as mtr
 
 from ..judge.chat_server import error, ok
 from .conftest import SECRET

@@ -1,16 +1,6 @@
-"""Full-Duplex-Bench v1.0 scoring: the official-compatible column and the unified column.
+"""duplexeval aggregator: the scoring engine. It knows no benchmark by name: a stage's settings
+name the benchmark, and the aggregator runs that benchmark's scorer (its `score` hook for the
+aggregate stage, `score_tree` for a tree made elsewhere, `compare` for two scored folders) with the
+packages scorers need installed (numpy, scipy, soundfile, Silero VAD on onnxruntime or torch)."""
 
-`score_tree` is the entry point the pipeline stage calls; `aggregator fdb-v1` is its command.
-"""
-
-DEFINITIONS = "fdb-v1.0-unified-4"
 __version__ = "0.1.0"
-
-
-def score_tree(*args, **kwargs):
-    """See `duplexeval_aggregator.score.score_tree` (imported lazily to keep startup fast)."""
-    from .score import score_tree as _score_tree
-    return _score_tree(*args, **kwargs)
-
-
-__all__ = ["DEFINITIONS", "score_tree"]

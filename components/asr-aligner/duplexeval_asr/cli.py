@@ -2,10 +2,11 @@
 
 Settings (schemas/config-asr-aligner.schema.json): backend and backend_args (checked against
 the backend class's signature), channel ("mix", "left" or "right": what a stereo output.wav
-gives the ASR and the VAD), vad (Silero get_speech_timestamps settings for vad.json) and source:
-"output" (default: each sample's output.wav -> output.json, transcript.json, vad.json; a sample
-with round.json is an MTR round, cropped at its start_s, see align.py) or "dialogue" (the
-samples with a stereo dialogue.wav -> user.json and model.json, see dialogue.py).
+gives the ASR and the VAD), vad (Silero get_speech_timestamps settings for vad.json), benchmark
+(whose `asr` hook says what of each sample is transcribed and from where: align.py) and source:
+"output" (default: each sample's output.wav -> output.json, transcript.json, vad.json, or the
+benchmark's targets) or "dialogue" (the samples with a stereo dialogue.wav -> user.json and
+model.json, see dialogue.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval_common import benchmarks
 from duplexeval_common.cli import build, check_kwargs, component_group, one_line_errors
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.stage import Stage
@@ -50,6 +52,8 @@ def make_stage(config: dict) -> Stage:
     dialogue = cfg["source"] == "dialogue"
 
     def check(_cfg: dict) -> None:
+        if cfg.get("benchmark"):
+            benchmarks.get(cfg["benchmark"])
         cls = BACKENDS.load(cfg["backend"])
         check_kwargs(what, cls, cfg["backend_args"])
         check_channel(cfg["channel"])

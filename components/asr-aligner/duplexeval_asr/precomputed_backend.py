@@ -27,14 +27,17 @@ class Precomputed:
         self.model_sha256 = ""
         self.settings = {"prefer": prefer, "language": None}
 
-    def words_for(self, ctx) -> tuple[list[Word], dict]:
-        """(words in output.wav time, provenance) from the sample's inputs."""
-        order = [self.settings["prefer"]] + [n for n in ("transcript.json", "output.json")
-                                             if n != self.settings["prefer"]]
+    def words_for(self, ctx, target=None) -> tuple[list[Word], dict]:
+        """(words in the target audio's time, provenance) from the sample's inputs: the target's
+        transcript or official file (default: transcript.json, output.json)."""
+        transcript = target.transcript if target is not None else "transcript.json"
+        official = target.official if target is not None else "output.json"
+        prefer = transcript if self.settings["prefer"] == "transcript.json" else official
+        order = [prefer] + [n for n in (transcript, official) if n != prefer]
         for name in order:
             if not ctx.has_input(name):
                 continue
-            if name == "transcript.json":
+            if name == transcript:
                 t = ctx.read_json(name, "transcript")
                 words = [Word(w["text"], float(w["start"]), None if w["end"] is None else float(w["end"]),
                               w.get("probability")) for w in t["words"]]
@@ -48,4 +51,4 @@ class Precomputed:
             prov["file"] = name
             prov["sha256"] = sha256_file(ctx.input_path(name))
             return words, prov
-        raise SampleError(ctx.id, "precomputed ASR: the inputs hold neither transcript.json nor output.json")
+        raise SampleError(ctx.id, f"precomputed ASR: the inputs hold neither {transcript} nor {official}")

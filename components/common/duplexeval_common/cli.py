@@ -39,6 +39,26 @@ def one_line_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def parse_pairs(values, what: str, decode: bool = True) -> dict:
+    """{NAME: VALUE} of `NAME=VALUE` arguments (one line for one without "="); with decode, a
+    value that is JSON (a number, true, a list...) is decoded, any other stays a string. A name
+    given twice keeps the last value."""
+    import json
+    out = {}
+    for v in values:
+        k, sep, val = str(v).partition("=")
+        if not sep or not k:
+            raise DuplexEvalError(f"{what} {v!r}: expected NAME=VALUE")
+        if decode:
+            try:
+                out[k] = json.loads(val)
+                continue
+            except ValueError:
+                pass
+        out[k] = val
+    return out
+
+
 def _parse_shard(value: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in value.split("/"))
@@ -66,7 +86,8 @@ def check_config(component: str, config: dict) -> None:
     schema = schemas.load_schema(f"config-{component}")
     known = sorted(schema.get("properties", {}))
     unknown = sorted(set(config) - set(known))
-    if unknown:
+    # A schema that admits further settings leaves them to whoever reads them (a benchmark's hook)
+    if unknown and schema.get("additionalProperties", True) is False:
         raise DuplexEvalError(f"unknown {component} setting(s) {', '.join(unknown)} "
                               f"(known: {', '.join(known)})")
     msg = schemas.problem(f"config-{component}", config)

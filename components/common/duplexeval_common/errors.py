@@ -20,3 +20,20 @@ class MissingDependency(DuplexEvalError):
     def __init__(self, what: str, hint: str):
         super().__init__(f"{what} is not available: {hint}")
         self.hint = hint
+
+
+class InputError(SampleError):
+    """Bad input found while scoring. `where` is the sample id (subset/id) or a file; a scorer's
+    command exits with code 2.
+
+    `code` is a short, countable name of the problem (e.g. "word-end-before-start"); a sample
+    excluded for it is ineligible with the reason "invalid:<code>".
+    """
+
+    def __init__(self, sample: str, problem: str, code: str | None = None):
+        super().__init__(sample, problem)
+        self.code = code
+
+    @property
+    def where(self) -> str:
+        return self.sample

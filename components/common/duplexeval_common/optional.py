@@ -65,3 +65,56 @@ def version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+# -- install hints derived from a component's pinned requirements ------------------------------
+
+def _dist_key(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def requirements_file(module: str):
+    """The requirements.txt of the component (or runner package) that holds `module`: the file
+    beside its package in the source tree, or None (an installed image has none)."""
+    from pathlib import Path
+    top = module.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin and not spec.submodule_search_locations:
+        return None
+    pkg = Path(list(spec.submodule_search_locations or [])[0] if spec.submodule_search_locations
+               else Path(spec.origin).parent)
+    for candidate in (pkg / "requirements.txt", pkg.parent / "requirements.txt"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def pins(path) -> dict[str, str]:
+    """{distribution (normalized): "name==version"} of a requirements file's pinned lines."""
+    out: dict[str, str] = {}
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if "==" in line and not line.startswith("-"):
+            name = line.split("==", 1)[0].split("[", 1)[0].strip()
+            out[_dist_key(name)] = line.split(";", 1)[0].strip()
+    return out
+
+
+def pinned_hint(needs: Iterable[str], module: str, pins_module: str | None = None) -> str:
+    """`pip install a==1 b==2` for the distributions (or modules) in `needs`, pinned as the
+    requirements.txt of the component holding `module` (or `pins_module`) pins them; a name the
+    file does not pin is named without a version; "" when `needs` is empty."""
+    req = requirements_file(pins_module or module)
+    pinned = pins(req) if req else {}
+    out = []
+    for n in needs:
+        key = _dist_key(n)
+        out.append(pinned.get(key) or pinned.get(_dist_key(n.split(".")[0])) or n.split(".")[0].replace("_", "-"))
+    return ("pip install " + " ".join(dict.fromkeys(out))) if out else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DuplexEvalError
@@ -18,23 +18,6 @@ SAMPLES = "samples"
 STAGE_RECORD = "stage.json"
 MANIFEST = "manifest.json"
 DONE = "_done.json"
-
-# Task of a subset, from the official subset names' suffixes (Full-Duplex-Bench v1.0), then
-# MTR-DuplexBench's four tasks (`<set>_features`, `<set>_instruction_following`, `<set>_safety`,
-# `<source>_dialogue_quality`; docs/mtr.md).
-_TASK_SUFFIXES = (
-    ("pause_handling", "pause_handling"),
-    ("turn_taking", "smooth_turn_taking"),
-    ("backchannel", "backchannel"),
-    ("user_interruption", "user_interruption"),
-    ("_features", "features"),
-    ("_instruction_following", "instruction_following"),
-    ("_safety", "safety"),
-    ("_dialogue_quality", "dialogue_quality"),
-)
-FDB_TASKS = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption")
-MTR_TASKS = ("features", "instruction_following", "safety", "dialogue_quality")
-
 
 # A sample id or subset name is one plain path component: letters, digits, '_', '-', '.',
 # starting with a letter or digit, no '..', at most 128 characters (schemas/*.schema.json use the
@@ -59,6 +42,12 @@ def name_problem(value: object) -> str | None:
     return None
 
 
+def printable(value: str, limit: int = 80) -> str:
+    """A name as one line of plain characters (an id may hold a newline or worse)."""
+    text = str(value).encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def check_name(value: object, what: str) -> str:
     """`value` when it is a safe sample id / subset name; else a one-line DuplexEvalError."""
     problem = name_problem(value)
@@ -76,31 +65,19 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
-def known_task(subset: str) -> str | None:
-    """The task of a subset, or None when its name ends with no known suffix."""
-    for suffix, task in _TASK_SUFFIXES:
-        if subset.endswith(suffix):
-            return task
-    return None
-
-
 def id_sort_key(sample_id: str) -> tuple:
     """Numeric ids in numeric order, then the others by name."""
     return (0, int(sample_id), sample_id) if sample_id.isdigit() else (1, 0, sample_id)
 
 
-def task_of(subset: str) -> str:
-    task = known_task(subset)
-    if task is not None:
-        return task
-    raise DuplexEvalError(f"subset {subset!r} has no known task (name must end with one of "
-                          f"{', '.join(s for s, _ in _TASK_SUFFIXES)})")
-
-
 @dataclass(frozen=True, order=True)
 class Sample:
+    """One sample: its subset and id (one plain name each) and its task, as its dataset's
+    manifest row declares it (None where no manifest lists the sample). Two samples are the same
+    sample when subset and id are; the task does not take part in equality or order."""
     subset: str
     id: str
+    task: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check_name(self.subset, "subset name")
@@ -109,10 +86,6 @@ class Sample:
     @property
     def key(self) -> str:
         return f"{self.subset}/{self.id}"
-
-    @property
-    def task(self) -> str:
-        return task_of(self.subset)
 
     def sort_key(self) -> tuple:
         return (self.subset, *id_sort_key(self.id))
@@ -137,7 +110,8 @@ class Inputs:
         return None
 
     def samples(self) -> list[Sample]:
-        """From the dataset manifest when there is one, else from the folders.
+        """From the dataset manifest when there is one (each sample with the task its row
+        declares), else from the folders (no task).
 
         Every id and subset name is checked (a one-line error names the bad one), and a
         duplicate manifest row is an error, never silently merged.
@@ -153,7 +127,8 @@ class Inputs:
             for i, r in enumerate(rows):
                 if not isinstance(r, dict):
                     raise DuplexEvalError(f"{manifest}: sample row {i} is not an object")
-                s = Sample(r.get("subset"), r.get("id"))
+                task = r.get("task")
+                s = Sample(r.get("subset"), r.get("id"), task if isinstance(task, str) and task else None)
                 if s in found:
                     raise DuplexEvalError(f"{manifest}: duplicate sample {s.key}")
                 found.add(s)
@@ -200,3 +175,17 @@ class Inputs:
 
     def keys(self) -> list[str]:
         return [rec.get("key", "") if rec else "" for rec in self._records]
+
+
+def select_subsets(available: list[str], wanted, where: str) -> set[str]:
+    """The subsets a `subsets` setting keeps (null: all); a name the dataset lacks is a one-line
+    error listing the dataset's subsets."""
+    if wanted is None:
+        return set(available)
+    if not isinstance(wanted, list) or not wanted or not all(isinstance(x, str) and x for x in wanted):
+        raise DuplexEvalError(f"{where}: setting subsets must be null or a non-empty list of subset names")
+    unknown = sorted(set(wanted) - set(available))
+    if unknown:
+        raise DuplexEvalError(f"{where}: no subset {unknown[0]!r} in this dataset; it has "
+                              f"{', '.join(sorted(available))}")
+    return set(wanted)

@@ -24,7 +24,7 @@ DRIVERS = {"step": drive_step, "stream": drive_stream, "offline": drive_offline}
 
 
 def render(runner, user: np.ndarray, sr: int, log: EventLog, *, key: str = "sample/sample",
-           round_: Round | None = None) -> tuple[np.ndarray, Session]:
+           round_: Round | None = None, task: str | None = None) -> tuple[np.ndarray, Session]:
     """The runner's reply to `user` (at `sr`), at `sr`, exactly len(user) samples, and its session.
 
     round_: a round sample (rounds.py): the runner meets the GT history its way (`history`), and
@@ -44,7 +44,7 @@ def render(runner, user: np.ndarray, sr: int, log: EventLog, *, key: str = "samp
         if len(round_.history) != len(user):
             raise RunnerFailed(f"{key}: the history is {len(round_.history)} samples, the input {len(user)}")
     info = SampleInfo(key=key, subset=subset, id=sid, duration_s=len(user) / sr, sr=in_sr, n_samples=len(x),
-                      round=None if round_ is None else round_.data)
+                      task=task, round=None if round_ is None else round_.data)
     log.emit("session_start", 0.0, sr=sr, runner_in_sr=in_sr, runner_out_sr=out_sr, n_samples=len(user),
              clock=runner.clock)
     if mode == "teacher-forced":

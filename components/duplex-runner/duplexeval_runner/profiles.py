@@ -7,8 +7,8 @@ A runner package keeps them in `<package>/profiles/<name>.json`:
      "by_task": {"user_interruption": {<runner_args>...}}}
 
 `defaults` sit between the runner's own DEFAULTS and the user's runner_args; `by_task`
-overrides them for samples of one Full-Duplex-Bench task (known_task of the subset name),
-except where the user set that argument. The file's name, sha256 and values go to
+overrides them for samples of one task (the task the sample's dataset declares; e.g. the
+Full-Duplex-Bench scripts' per-task prompts), except where the user set that argument. The file's name, sha256 and values go to
 runner.json (`profile`).
 """
 
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.samples import known_task
 
 KEYS = {"about", "source", "defaults", "by_task"}
 
@@ -53,9 +52,8 @@ class Profile:
                                   f"{', '.join(unknown)}")
         return {**defaults, **self.defaults, **given}
 
-    def for_sample(self, args: dict, given: dict, subset: str) -> dict:
+    def for_sample(self, args: dict, given: dict, task: str | None) -> dict:
         """args with the profile's overrides for the sample's task (not where the user set one)."""
-        task = known_task(subset)
         over = {k: v for k, v in self.by_task.get(task or "", {}).items() if k not in given}
         return {**args, **over}
 

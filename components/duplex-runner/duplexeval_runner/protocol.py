@@ -77,6 +77,8 @@ class SampleInfo:
     duration_s: float
     sr: int           # the rate frames arrive at (the runner's in_sr, or the input's)
     n_samples: int    # input samples at `sr`
+    # the task its dataset's manifest declares (a profile's by_task settings), None without one
+    task: str | None = field(default=None, compare=False)
     # the parsed round.json of a round sample (rounds.py); None otherwise (not hashed or compared)
     round: dict | None = field(default=None, compare=False)
 

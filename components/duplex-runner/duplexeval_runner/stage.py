@@ -105,7 +105,7 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
         seed_everything(cfg["seed"])
     deterministic = bool(getattr(runner, "deterministic", False))
     log = EventLog(record_wall=not deterministic)
-    out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_)
+    out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_, task=ctx.sample.task)
     duration = len(user) / sr
     timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
     log.emit("stats", duration, **timing, **log.stats)

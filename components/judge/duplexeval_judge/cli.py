@@ -1,24 +1,25 @@
-"""`judge` command: the standard `run` stage plus `list` and `check`."""
+"""`judge` command: the standard `run` stage plus `list` and `check`.
+
+The stage judges what the benchmark its settings name says (its `judge` hook: a task that selects
+the samples, builds its judges from this component's registry (judges.py), gives each sample's
+prompt fields and writes its records). Settings (schemas/config-judge.schema.json): benchmark,
+judge (a name of `judge list`; default: the task's), judge_args (that judge's arguments). An LLM
+judge's items are judged concurrently in a pre-pass over this invocation's shard, before the
+per-sample loop writes each sample through the stage contract.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from duplexeval_common.cli import build, check_kwargs, component_group
-from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common import benchmarks
+from duplexeval_common.cli import component_group
 from duplexeval_common.samples import Inputs
 from duplexeval_common.stage import Stage
 
 from . import __version__
 from .judges import JUDGES
-from .llm_judge import LLMJudge
-from .mtr_stage import DEFAULT_JUDGE as MTR_DEFAULT_JUDGE
-from .mtr_stage import MTRJudging
-from .rate import Judging, check_prompt, interruption_samples, judge_sample, prefetch, write_summary
-
-DEFAULTS = {"judge": "embedding-relevance", "judge_args": {}}
-BENCHMARKS = ("fdb-v1", "mtr")
 
 
 @dataclass
@@ -34,68 +35,26 @@ class JudgeStage(Stage):
 
 
 def make_stage(config: dict) -> Stage:
-    benchmark = config.get("benchmark", "fdb-v1")
-    if benchmark not in BENCHMARKS:
-        raise DuplexEvalError(f"judge config: benchmark must be one of {', '.join(BENCHMARKS)}, got {benchmark!r}")
-    if benchmark == "mtr":
-        return make_mtr_stage(config)
-    cfg = {**DEFAULTS, **config}
-    state = Judging()
-    what = f"judge {cfg['judge']!r}: judge_args"
+    task = benchmarks.of_config(config, "judge").hook("judge")(config, JUDGES)
     seen: dict = {}
 
-    def check(_cfg: dict) -> None:
-        cls = JUDGES.load(cfg["judge"])
-        check_kwargs(what, cls, cfg["judge_args"])
-        if hasattr(cls, "check"):  # LLM judges: arguments and the prompt, without network or model
-            check_prompt(cls.check(**cfg["judge_args"]))
-
     def select(inputs: Inputs, c: dict):
-        samples = interruption_samples(inputs, c)
+        task.check()  # a judge or argument the task cannot use stops the stage before anything
+        samples = task.select(inputs)
         seen.update(inputs=inputs, samples=samples)
         return samples
 
     def setup(c: dict) -> None:
-        cls = JUDGES.load(cfg["judge"])
-        if hasattr(cls, "check"):
-            check_kwargs(what, cls, cfg["judge_args"])
-            check_prompt(cls.check(**cfg["judge_args"]))
-        state.judge = build(what, cls, cfg["judge_args"])
-        if isinstance(state.judge, LLMJudge) and "samples" in seen and stage.plan:
-            i, n = stage.plan["shard"]
-            mine = [s for k, s in enumerate(seen["samples"]) if k % n == i]
-            prefetch(state, seen["inputs"], mine, stage.plan["output"], c)
-
-    def finalize(sctx) -> None:
-        write_summary(sctx, state)
-
-    stage = JudgeStage("judge", __version__, lambda ctx: judge_sample(ctx, state),
-                       finalize=finalize, select=select, setup=setup, check=check)
-    return stage
-
-
-def make_mtr_stage(config: dict) -> Stage:
-    """The MTR-DuplexBench mode (duplexeval_judge.mtr_stage): one judgement per judged round."""
-    state = MTRJudging(config.get("judge", MTR_DEFAULT_JUDGE), dict(config.get("judge_args") or {}))
-    seen: dict = {}
-
-    def select(inputs: Inputs, c: dict):
-        state.check()  # a judge or argument the mode cannot use stops the stage before anything
-        samples = state.select(inputs)
-        seen.update(inputs=inputs, samples=samples)
-        return samples
-
-    def setup(c: dict) -> None:
-        state.setup()
+        task.setup()
         if "samples" in seen and stage.plan:
             i, n = stage.plan["shard"]
             mine = [s for k, s in enumerate(seen["samples"]) if k % n == i]
-            state.prefetch(seen["inputs"], mine, stage.plan["output"], c)
+            task.prefetch(seen["inputs"], mine, stage.plan["output"], c)
 
-    stage = JudgeStage("judge", __version__, state.process, finalize=state.finalize, select=select,
-                       setup=setup, check=lambda c: state.check())
+    stage = JudgeStage("judge", __version__, task.process, finalize=task.finalize, select=select,
+                       setup=setup, check=lambda c: task.check())
     return stage
 
 
-main = component_group("judge", "Rate the reply after each user interruption (0-5, the official scale).",
+main = component_group("judge", "Judge a stage's samples as their benchmark asks (an LLM, an embedding, or none).",
                        __version__, make_stage, JUDGES)

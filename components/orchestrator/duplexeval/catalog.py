@@ -4,8 +4,8 @@ A model is a runner package (components/runners/<package>/: its code, pinned req
 Dockerfile), a runner it registers, and the settings this entry gives it; its runner stage is
 the component `runner-<package>` (image duplexeval/runner-<package>:<version>; locally the
 shared .venv, or .venvs/runner-<package> when the package needs an environment of its own).
-Adding a model is its package plus one entry here. Datasets are declared by the benchmarks
-(benchmarks/) and map to the stage that produces the samples.
+Adding a model is its package plus one entry here. Datasets are declared by the benchmark
+packages (benchmarks/<name>/) and map to the stage that produces the samples.
 """
 
 from __future__ import annotations
@@ -90,14 +90,11 @@ MODELS = {
                     "official-layout tree (REPLAY_TREE)", env_args={"tree": "REPLAY_TREE"}),
 }
 
-def _builtin() -> dict[str, tuple[str, object, str]]:
-    """The datasets the benchmarks declare (benchmarks/: each benchmark lists its own)."""
-    from .benchmarks import builtin_datasets
+def builtin() -> dict[str, tuple[str, object, str]]:
+    """The datasets the benchmarks declare ({name: (component, folder, summary)})."""
+    from duplexeval_common.benchmarks import builtin_datasets
     return {name: (d.component, d.path, d.summary)
             for name, (_, b) in sorted(builtin_datasets().items()) for d in b.datasets if d.name == name}
-
-
-DATASETS_KNOWN = _builtin()
 
 
 def model(name: str) -> Model:
@@ -109,7 +106,7 @@ def model(name: str) -> Model:
 def imported_datasets(root=None) -> dict[str, tuple[str, object, str]]:
     """The datasets `duplexeval import` wrote under <home>/datasets/ ({name: (component, folder,
     summary)}); a folder whose manifest cannot be read is listed with that problem as its summary."""
-    from .importers import describe_import
+    from .importing import describe_import
     from .paths import datasets_dir
     base = datasets_dir(root)
     out = {}
@@ -121,43 +118,44 @@ def imported_datasets(root=None) -> dict[str, tuple[str, object, str]]:
 
 
 def imported_benchmark(name: str, root=None) -> str | None:
-    """The benchmark of a dataset imported under <home>/datasets/<name>/: "mtr" when its manifest
-    lists MTR round or dialogue samples (`duplexeval import mtr`), else "fdb-v1"; None when there
-    is no such import or its manifest cannot be read (the dataset stage then names the problem)."""
+    """The benchmark of a dataset imported under <home>/datasets/<name>/, as its manifest names it
+    (`benchmark`, written by the benchmark's importer); None when there is no such import or its
+    manifest cannot be read or names none (the dataset stage then names the problem)."""
     from duplexeval_common.jsonio import read_json
     from duplexeval_common.samples import name_problem
 
-    from .importers import imported_folder
+    from .importing import imported_folder
     if name_problem(name) is not None:
         return None
     folder = imported_folder(name, root)
     if folder is None:
         return None
     try:
-        rows = read_json(folder / "manifest.json").get("samples") or []
+        owner = read_json(folder / "manifest.json").get("benchmark")
     except (OSError, ValueError, AttributeError):
         return None
-    return "mtr" if any(isinstance(r, dict) and r.get("mtr") for r in rows) else "fdb-v1"
+    return owner if isinstance(owner, str) and owner else None
 
 
 def datasets(root=None) -> dict[str, tuple[str, object, str]]:
     """Every dataset `eval --dataset` accepts: the built-in ones and the imported ones (a built-in
     name wins over an imported dataset of the same name)."""
-    return {**imported_datasets(root), **DATASETS_KNOWN}
+    return {**imported_datasets(root), **builtin()}
 
 
 def dataset(name: str, root=None) -> tuple[str, object, str]:
     """(component, source folder, summary) of a dataset: a built-in one, else one imported under
     <home>/datasets/<name>/ (read by tts-synth in import mode, duplexeval_tts/imported.py)."""
-    if name in DATASETS_KNOWN:
-        return DATASETS_KNOWN[name]
+    known = builtin()
+    if name in known:
+        return known[name]
     from duplexeval_common.samples import name_problem
 
-    from .importers import imported_folder
+    from .importing import imported_folder
     if name_problem(name) is None:
         folder = imported_folder(name, root)
         if folder is not None:
             return ("tts-synth", folder, f"imported dataset {name}")
     imported = sorted(imported_datasets(root))
-    raise DuplexEvalError(f"unknown dataset {name!r}; built-in: {', '.join(sorted(DATASETS_KNOWN))}; "
-                          f"imported: {', '.join(imported) or 'none (duplexeval import fdb-v1|folder)'}")
+    raise DuplexEvalError(f"unknown dataset {name!r}; built-in: {', '.join(sorted(known))}; "
+                          f"imported: {', '.join(imported) or 'none (duplexeval import --help)'}")

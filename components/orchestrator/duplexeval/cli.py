@@ -17,8 +17,9 @@ from duplexeval_common.jsonio import atomic_write_text, read_json
 from duplexeval_common.secrets import redact, scrub
 
 from . import __version__, catalog, provenance
-from .engine import Engine, missing_samples
 from . import benchmarks
+from .engine import Engine, missing_samples
+from .plan import Planner, plan_of
 from .report import print_missing, print_report, print_timing
 from .runtime import Limits
 from .runtime_local import LocalRuntime
@@ -33,20 +34,11 @@ def _runtime(name: str, images: dict[str, str]):
 
 
 def _parse_pairs(values: tuple[str, ...], what: str) -> dict:
-    out = {}
-    for v in values:
-        k, sep, val = v.partition("=")
-        if not sep:
-            raise DuplexEvalError(f"{what} {v!r}: expected NAME=VALUE")
-        try:
-            import json
-            out[k] = json.loads(val)
-        except ValueError:
-            out[k] = val
-    return out
+    from duplexeval_common.cli import parse_pairs
+    return parse_pairs(values, what)
 
 
-@click.group(help="Evaluate full-duplex spoken dialogue models on Full-Duplex-Bench v1.0 and MTR-DuplexBench.")
+@click.group(help="Evaluate full-duplex spoken dialogue models on the installed benchmarks (`duplexeval benchmarks`).")
 @click.version_option(__version__)
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="Folder holding store/ and runs/ (default $DUPLEXEVAL_HOME or the current folder).")
@@ -59,14 +51,14 @@ def main(ctx, home):
 
 @main.command("eval")
 @click.option("--benchmark", default=None,
-              help="fdb-v1 or mtr (see `duplexeval benchmarks`; default: the dataset's, else fdb-v1).")
+              help="A benchmark of `duplexeval benchmarks` (default: the dataset's, else the default benchmark).")
 @click.option("--model", default="cascade", show_default=True, help="Model to evaluate (see `duplexeval models`).")
-@click.option("--dataset", default=None, help="Dataset (default: the benchmark's: fdb-mini, mtr-mini).")
+@click.option("--dataset", default=None, help="Dataset (default: the benchmark's).")
 @click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
-@click.option("--judge", default=None,
-              help="Judge (default: the benchmark's: embedding-relevance for fdb-v1, none for mtr).")
+@click.option("--judge", default=None, help="Judge (default: the benchmark's).")
 @click.option("--limit", type=int, default=None,
-              help="At most N samples per subset (N >= 1); for mtr, N dialogues per subset with all their rounds.")
+              help="At most N samples per subset (N >= 1); where samples belong together (the rounds of a "
+                   "dialogue), N groups with all their samples.")
 @click.option("--subset", "subsets", multiple=True,
               help="Only this subset of the dataset (repeatable; default: every subset).")
 @click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
@@ -78,16 +70,16 @@ def main(ctx, home):
 @click.option("--asr-arg", "asr_args", multiple=True, help="NAME=VALUE passed to the ASR backend.")
 @click.option("--judge-arg", "judge_args", multiple=True, help="NAME=VALUE passed to the judge.")
 @click.option("--segmenter-arg", "segmenter_args", multiple=True,
-              help="NAME=VALUE passed to the turn-segmenter (mtr), e.g. llm='{\"backend\": \"openai\", "
-                   "\"args\": {\"model\": \"gpt-4o\"}}' for the paper's LLM segmentation.")
+              help="NAME=VALUE passed to the turn-segmenter (benchmarks with a segment stage), e.g. "
+                   "llm='{\"backend\": \"openai\", \"args\": {\"model\": \"gpt-4o\"}}'.")
+@click.option("--benchmark-arg", "benchmark_args", multiple=True,
+              help="NAME=VALUE: one of the benchmark's own settings (`duplexeval benchmarks` lists them), e.g. "
+                   "official_revision=bb59575.")
 @click.option("--stage-timeout", type=float, default=None,
               help="Seconds a stage may run before it is killed (default 21600).")
 @click.option("--memory-gb", type=float, default=None,
               help="Memory a stage may use, GiB (default 3/4 of the machine's).")
 @click.option("--cpus", type=float, default=None, help="CPUs a stage may use (default all).")
-@click.option("--official-revision", default=None,
-              help="Upstream Full-Duplex-Bench revision the official column follows (default: the "
-                   "aggregator's; see docs/metrics.md).")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
               help="Where stages run: this machine, or Slurm job arrays (docs/scale.md).")
 @click.option("--slurm-shards", "slurm_shards", multiple=True,
@@ -104,7 +96,8 @@ def main(ctx, home):
 @click.pass_obj
 @one_line_errors
 def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets, runtime, images, runner_args,
-             runner_args_line, asr_args, judge_args, segmenter_args, stage_timeout, memory_gb, cpus, official_revision, executor="local", slurm_shards=(),
+             runner_args_line, asr_args, judge_args, segmenter_args, benchmark_args, stage_timeout, memory_gb, cpus,
+             executor="local", slurm_shards=(),
              slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
     """Run the whole pipeline and print the metrics.
 
@@ -120,10 +113,10 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
             raise DuplexEvalError(f"--runner-args {runner_args_line!r}: {exc}") from None
     bench, dataset = benchmarks.resolve(benchmark, dataset)
     judge = judge or bench.default_judge
-    plan = bench.plan(model, dataset, asr, judge, limit, _parse_pairs(runner_args, "--runner-arg"),
-                      _parse_pairs(asr_args, "--asr-arg"), _parse_pairs(judge_args, "--judge-arg"),
-                      official_revision=official_revision, subsets=list(subsets) or None,
-                      segmenter_args=_parse_pairs(segmenter_args, "--segmenter-arg"))
+    planner = Planner(bench.name, model, dataset, asr, judge, limit, list(subsets) or None,
+                      _parse_pairs(runner_args, "--runner-arg"), _parse_pairs(asr_args, "--asr-arg"),
+                      _parse_pairs(judge_args, "--judge-arg"), _parse_pairs(segmenter_args, "--segmenter-arg"))
+    plan = plan_of(bench, planner, _parse_pairs(benchmark_args, "--benchmark-arg"))
     if images and runtime != "docker":
         raise DuplexEvalError("--image applies to the docker runtime: add --runtime docker")
     rt = _runtime(runtime, _parse_pairs(images, "--image"))
@@ -166,11 +159,11 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
     last = results[-1]
     agg_dir = store.stage_dir(last.key)
     metrics_path = agg_dir / "metrics.json"
-    summary = bench.summary(read_json(metrics_path)) if last.name == "aggregate" \
+    summary = bench.hook("summary")(read_json(metrics_path)) if last.name == "aggregate" \
         and last.status != "failed" and metrics_path.is_file() else None
     missing = missing_samples(results)
     if summary is not None:
-        missing.update({k: v for k, v in bench.missing(agg_dir).items() if k not in missing})
+        missing.update({k: v for k, v in bench.hook("missing")(agg_dir).items() if k not in missing})
     failed = [r for r in results if r.status == "failed"]
     status = "failed" if failed or len(results) < len(plan) else ("partial" if missing else "ok")
     record["environment"]["machine"]["load_average_end"] = provenance.load_average()
@@ -259,13 +252,18 @@ def models_cmd():
 
 @main.command("benchmarks")
 def benchmarks_cmd():
-    """List the benchmarks: their datasets, default judge and stages."""
+    """List the benchmarks: their datasets, tasks, default judge, settings and stages."""
     for b in benchmarks.all_benchmarks():
-        stages = " -> ".join(s.name for s in b.plan("silence", b.default_dataset, "faster-whisper",
-                                                   b.default_judge, None, environ={}))
-        click.echo(f"{b.name:8} {b.title}: datasets {', '.join(d.name for d in b.datasets)} (default "
-                   f"{b.default_dataset}); judge {b.default_judge} (also {', '.join(j for j in b.judges if j != b.default_judge)})")
-        click.echo(f"{'':8} stages {stages}; `make score BENCHMARK={b.name}` runs {' '.join(b.score_command)}")
+        planner = Planner(b.name, "silence", b.default_dataset, "faster-whisper", b.default_judge, environ={})
+        stages = " -> ".join(s.name for s in plan_of(b, planner))
+        default = " (the default)" if b is benchmarks.default() else ""
+        click.echo(f"{b.name}{default}: {b.title} ({b.folder})")
+        click.echo(f"  datasets {', '.join(d.name for d in b.datasets)} (default {b.default_dataset}); "
+                   f"tasks {', '.join(t.name for t in b.tasks)}")
+        click.echo(f"  judge {b.default_judge} (also {', '.join(j for j in b.judges if j != b.default_judge) or 'none'})")
+        for o in b.options:
+            click.echo(f"  --benchmark-arg {o.name}=...  {o.help}")
+        click.echo(f"  stages {stages}; `make score BENCHMARK={b.name} TREE=... OUT=...` scores a tree made elsewhere")
 
 
 def judge_usage(store: Store, results: list) -> dict | None:

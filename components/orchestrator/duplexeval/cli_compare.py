@@ -16,20 +16,22 @@ from duplexeval_common.cli import one_line_errors
 @click.argument("b")
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=None,
               help="The HTML page (default runs/<A's run id>/compare-<B's run id>.html).")
-@click.option("--allow-revision-mismatch", is_flag=True,
-              help="Compare runs whose official columns reproduce different (or unknown) upstream "
-                   "revisions; the official differences are labelled as across revisions.")
+@click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
+              help="One of the benchmark's comparison settings (repeatable), e.g. Full-Duplex-Bench v1.0's "
+                   "allow_revision_mismatch=true (compare runs whose official columns follow different "
+                   "upstream revisions).")
 @click.pass_obj
 @one_line_errors
-def compare_cmd(store, a, b, out, allow_revision_mismatch):
+def compare_cmd(store, a, b, out, options):
     """Paired comparison of two runs of one dataset, B minus A.
 
     A and B are each a run id (or `latest`) or an archive file (.tar.gz/.tar.zst, made by
-    `duplexeval archive`; verified first). Samples are paired by id over those eligible in both;
-    prints the differences with paired-bootstrap 95% intervals and, for each yes/no metric, the
-    exact McNemar test, and writes them as an HTML page."""
+    `duplexeval archive`; verified first), of one benchmark and dataset, which pairs them as its
+    comparison says (Full-Duplex-Bench v1.0: samples paired by id over those eligible in both, the
+    differences with paired-bootstrap 95% intervals and, for each yes/no metric, the exact
+    McNemar test); prints it and writes it as an HTML page."""
     from .compare_runs import compare_runs
-    _, text, path = compare_runs(store, a, b, out, allow_revision_mismatch)
+    _, text, path = compare_runs(store, a, b, out, options)
     click.echo(text.rstrip())
     click.echo(f"\nwritten: {path}")
 

@@ -1,6 +1,6 @@
-"""The `duplexeval import` commands: the official Full-Duplex-Bench v1.0 release, or a plain
-folder, checked and written to <home>/datasets/<name>/ (importers.py); registered by cli.py from
-COMMANDS. `duplexeval eval --dataset <name>` then runs on it."""
+"""The `duplexeval import` commands: one per importer a benchmark declares (its `importers`
+hook), each checking a folder and writing what passed to <home>/datasets/<name>/ (importing.py);
+registered by cli.py from COMMANDS. `duplexeval eval --dataset <name>` then runs on it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from duplexeval_common.cli import one_line_errors
+from duplexeval_common.errors import DuplexEvalError
 
 
 def _home(store) -> Path:
@@ -28,58 +29,57 @@ def _done(result) -> None:
         sys.exit(1)
 
 
-@click.group("import")
+class ImportGroup(click.Group):
+    """`duplexeval import`: its subcommands are the installed benchmarks' importers (found when
+    asked for, so a broken benchmark package does not break every command)."""
+
+    def list_commands(self, ctx):
+        from .importing import importers
+        try:
+            return sorted([*super().list_commands(ctx), *importers()])
+        except DuplexEvalError:
+            return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        from .importing import importers
+        found = importers().get(name)
+        return _command(name, *found) if found else None
+
+
+def _command(name: str, benchmark: str, imp) -> click.Command:
+    params = [click.Argument(["directory"], type=click.Path(path_type=Path)),
+              click.Option(["--name"], default=imp.default_name, required=imp.default_name is None,
+                           show_default=imp.default_name is not None,
+                           help="The dataset's name (for eval --dataset)."),
+              click.Option(["--force"], is_flag=True, help="Replace a dataset already imported under this name.")]
+    for o in imp.options:
+        flag = "--" + o.name.replace("_", "-")
+        if o.type is bool:
+            params.append(click.Option([flag, o.name], is_flag=True, default=bool(o.default), help=o.help))
+        else:
+            params.append(click.Option([flag, o.name], default=o.default, help=o.help, show_default=o.default is not None))
+
+    @click.pass_obj
+    @one_line_errors
+    def run(store, directory, name, force, **options):
+        from . import importing
+        given = {o.name: o.check(benchmark, options[o.name]) for o in imp.options}
+        _done(imp.run(importing, directory, name, _home(store), force, None, **given))
+    return click.Command(name, params=params, callback=run,
+                         help=f"{imp.summary} (benchmark {benchmark}; docs: its doc page)")
+
+
+@click.group("import", cls=ImportGroup)
 def import_group():
     """Import a dataset: every sample checked, the good ones written to <home>/datasets/<name>/.
 
-    A sample that fails a check is named on stderr as `<subset>/<id>: <reason>`, left out and
-    listed in the manifest; the others are kept. Exit code 0 all imported, 1 some excluded,
+    One command per importer of the installed benchmarks (`duplexeval import --help` lists
+    them). A sample that fails a check is named on stderr as `<subset>/<id>: <reason>`, left out
+    and listed in the manifest; the others are kept. Exit code 0 all imported, 1 some excluded,
     2 nothing written (a bad folder or option, or no sample passed). docs/datasets.md."""
-
-
-@import_group.command("fdb-v1")
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--name", default="fdb-v1", show_default=True, help="The dataset's name (for eval --dataset).")
-@click.option("--icc-gt", "icc_gt", type=click.Path(path_type=Path), default=None,
-              help="The ICC ground truth (default: icc_gt_distribution.json beside the subsets).")
-@click.option("--force", is_flag=True, help="Replace a dataset already imported under this name.")
-@click.pass_obj
-@one_line_errors
-def fdb_v1_cmd(store, directory, name, icc_gt, force):
-    """The official Full-Duplex-Bench v1.0 data as downloaded: DIRECTORY holds the subset folders
-    (candor_pause_handling, synthetic_pause_handling, candor_turn_taking, icc_backchannel,
-    synthetic_user_interruption), or holds one folder that does."""
-    from .importers import import_fdb_v1
-    _done(import_fdb_v1(directory, name, icc_gt, _home(store), force))
-
-
-@import_group.command("folder")
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="The dataset's name (for eval --dataset).")
-@click.option("--subset", default=None,
-              help="Subset name for every sample; it must end with pause_handling, turn_taking or "
-                   "user_interruption (default: <name>_<that suffix>, by each sample's annotation).")
-@click.option("--force", is_flag=True, help="Replace a dataset already imported under this name.")
-@click.pass_obj
-@one_line_errors
-def folder_cmd(store, directory, name, subset, force):
-    """A plain folder: DIRECTORY/<id>/input.wav plus one of pause.json, turn_taking.json or
-    interrupt.json (the official formats), which gives the sample's task."""
-    from .importers import import_folder
-    _done(import_folder(directory, name, subset, _home(store), force))
-
-
-@import_group.command("mtr")
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--name", default="mtr", show_default=True, help="The dataset's name (for eval --dataset).")
-@click.option("--force", is_flag=True, help="Replace a dataset already imported under this name.")
-@click.pass_obj
-@one_line_errors
-def mtr_cmd(store, directory, name, force):
-    """The MTR-DuplexBench release (Hugging Face Jeff0918/MTR-DuplexBench): DIRECTORY is its data/
-    folder or holds it. Writes round samples (docs/datasets.md, "Importing MTR-DuplexBench")."""
-    from .importers_mtr import import_mtr
-    _done(import_mtr(directory, name, _home(store), force))
 
 
 @import_group.command("list")
@@ -92,7 +92,7 @@ def list_cmd(store):
     for name, (_, _, summary) in sorted(found.items()):
         click.echo(f"dataset {name:16} {summary}")
     if not found:
-        click.echo("no imported datasets (duplexeval import fdb-v1 DIR, or duplexeval import folder DIR --name NAME)")
+        click.echo("no imported datasets (`duplexeval import --help` lists the importers)")
 
 
 COMMANDS: list = [import_group]

@@ -68,9 +68,11 @@ def is_archive_ref(store: Store, ref: str) -> bool:
 
 
 def _aggregate_stage(run: dict, where: str) -> dict:
-    if run.get("benchmark", "fdb-v1") != "fdb-v1":
-        raise DuplexEvalError(f"{where}: a {run.get('benchmark')} run; compare pairs fdb-v1 runs sample by sample "
-                              "(MTR runs: compare their metrics.json per round, docs/mtr.md)")
+    from .reports import benchmark_of
+    bench = benchmark_of(run)
+    if not bench.has("compare"):
+        raise DuplexEvalError(f"{where}: a {bench.name} run; benchmark {bench.name} has no paired comparison "
+                              "(its doc page says how to compare its runs)")
     stage = next((s for s in run.get("stages") or [] if s.get("name") == "aggregate"), None)
     if stage is None or stage.get("status") == "failed":
         raise DuplexEvalError(f"{where}: the run has no completed aggregate stage (nothing scored to compare)")
@@ -92,7 +94,7 @@ def open_side(store: Store, ref: str, role: str, stack: contextlib.ExitStack) ->
     _check_run_id(run, where)
     stage = _aggregate_stage(run, where)
     scored = store.stage_dir(stage["key"])
-    if store.record(stage["key"]) is None or not (scored / "unified-samples.jsonl").is_file():
+    if store.record(stage["key"]) is None or not (scored / "metrics.json").is_file():
         raise DuplexEvalError(f"{where}: its aggregate stage {stage['key'][:12]} is not in the store "
                               f"{store.root} (or is incomplete)")
     return Side(role, run, scored, None)
@@ -119,12 +121,17 @@ def _open_archive(path: Path, role: str, stack: contextlib.ExitStack) -> Side:
         scored = arc.stage_dir(root, run, "aggregate")
     except arc.ArchiveError as exc:
         raise DuplexEvalError(f"{where}: {exc}") from None
-    if not (Path(scored) / "unified-samples.jsonl").is_file():
-        raise DuplexEvalError(f"{where}: its aggregate stage has no unified-samples.jsonl")
+    if not (Path(scored) / "metrics.json").is_file():
+        raise DuplexEvalError(f"{where}: its aggregate stage has no metrics.json")
     return Side(role, run, Path(scored), path)
 
 
 def check_datasets(a: Side, b: Side) -> None:
+    from .reports import benchmark_of
+    ba, bb = benchmark_of(a.run).name, benchmark_of(b.run).name
+    if ba != bb:
+        raise DuplexEvalError(f"{a.label} is a run of benchmark {ba} and {b.label} of benchmark {bb}: "
+                              "runs of different benchmarks do not pair")
     da, db = a.run.get("dataset"), b.run.get("dataset")
     if da != db:
         raise DuplexEvalError(f"{a.label} is a run of dataset {da} and {b.label} of dataset {db}: "
@@ -140,13 +147,15 @@ def _aggregator() -> str:
     return found
 
 
-def aggregator_compare(a: Side, b: Side, allow_revision_mismatch: bool = False) -> tuple[dict, str]:
+def aggregator_compare(a: Side, b: Side, options: tuple[str, ...] = ()) -> tuple[dict, str]:
     """The aggregator's paired comparison of the two scored folders: (its JSON, its table)."""
     with tempfile.TemporaryDirectory(prefix="duplexeval-compare-") as tmp:
         out = Path(tmp) / "compare.json"
-        cmd = [_aggregator(), "compare", str(a.scored), str(b.scored), "--json-out", str(out)]
-        if allow_revision_mismatch:
-            cmd.append("--allow-revision-mismatch")
+        from .reports import benchmark_of
+        cmd = [_aggregator(), "compare", "--benchmark", benchmark_of(a.run).name, str(a.scored), str(b.scored),
+               "--json-out", str(out)]
+        for opt in options:
+            cmd += ["--option", opt]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0 or not out.is_file():
             lines = [x for x in p.stderr.splitlines() if x.strip()]
@@ -164,22 +173,22 @@ def default_output(store: Store, a: Side, b: Side) -> Path:
 
 
 def compare_runs(store: Store, ref_a: str, ref_b: str, out: Path | None = None,
-                 allow_revision_mismatch: bool = False) -> tuple[dict, str, Path]:
+                 options: tuple[str, ...] = ()) -> tuple[dict, str, Path]:
     """Compare two runs (or archives); write the HTML page. Returns (result, text, page path).
 
     result: {"a": side info, "b": side info, "comparison": the aggregator's compare() result}."""
-    from .html import compare_page
+    from .reports import benchmark_of
     with contextlib.ExitStack() as stack:
         a = open_side(store, ref_a, "A", stack)
         b = open_side(store, ref_b, "B", stack)
         check_datasets(a, b)
-        comparison, table = aggregator_compare(a, b, allow_revision_mismatch)
+        comparison, table = aggregator_compare(a, b, tuple(options))
         result = {"a": a.info(), "b": b.info(), "comparison": comparison}
         path = Path(out) if out is not None else default_output(store, a, b)
         if path.exists() and path.is_dir():
             raise DuplexEvalError(f"{path}: is a folder (give the HTML file's name)")
         text = header(result) + table
-        atomic_write_text(path, compare_page.render(result))
+        atomic_write_text(path, benchmark_of(a.run).hook("compare").page(result))
     return result, text, path
 
 

@@ -83,6 +83,20 @@ class Engine:
             out.append(_Prepared(spec, config, env))
         return out
 
+    def identity(self, spec: StageSpec) -> str:
+        """The stage's component identity, and the source digest of the benchmark whose hooks it
+        runs (its settings name it): editing one benchmark's rules re-runs its stages only."""
+        ident = self.runtime.identity(spec.component)
+        bench = spec.config.get("benchmark")
+        if not bench:
+            return ident
+        from duplexeval_common.benchmarks import get
+        digest = get(bench).digest()
+        check = getattr(self.runtime, "check_benchmark", None)  # the docker runtime: the image holds this one
+        if check is not None:
+            check(spec.component, bench, digest)
+        return f"{ident}+benchmark:{bench}:sha256:{digest}"
+
     def _source_digest(self, src: Source) -> str:
         if src.path not in self._sources:
             self._sources[src.path] = f"source:{src.name}:sha256:{sha256_tree(src.path)}"
@@ -122,7 +136,7 @@ class Engine:
         for p in prepared:
             ins = self._inputs(p.spec, done)
             if ins is not None:
-                key = stage_key(p.spec.component, self.runtime.identity(p.spec.component), key_config(p.config), ins[0],
+                key = stage_key(p.spec.component, self.identity(p.spec), key_config(p.config), ins[0],
                                 numeric_environment())
                 rec = self.store.complete(key, ins[2])
                 if rec is not None:
@@ -165,7 +179,7 @@ class Engine:
 
     def _run_stage(self, p: _Prepared, done: dict[str, dict]) -> tuple[StageResult, dict | None]:
         spec = p.spec
-        identity = self.runtime.identity(spec.component)
+        identity = self.identity(spec)
         ins = self._inputs(spec, done)
         assert ins is not None, f"stage {spec.name} runs before its inputs"
         digests, dirs, upstream = ins

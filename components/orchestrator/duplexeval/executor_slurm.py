@@ -133,6 +133,11 @@ class SlurmExecutor:
     def identity(self, component: str) -> str:
         return self.runtime.identity(component)
 
+    def check_benchmark(self, component: str, name: str, digest: str) -> None:
+        check = getattr(self.runtime, "check_benchmark", None)
+        if check is not None:
+            check(component, name, digest)
+
     def provenance(self, component: str) -> dict:
         return self.runtime.provenance(component)
 

@@ -4,8 +4,8 @@ From archive files only (made by `duplexeval archive`), so every number on the b
 checked against the file it links to. Each archive is verified first (archive.verify); one that
 does not verify, cannot be read, or holds no scored aggregate stage is listed as rejected with its
 first problem and not scored. For each accepted archive: model, dataset, runtime, samples, and per
-subset the official headline metrics and the unified headline metrics with their 95% intervals
-(the headline metrics are sensitivity.HEADLINE's). Rows are sorted by dataset, model, runtime, run
+subset the headline metrics of its benchmark (the benchmark's declaration: each with its column,
+and its 95% interval where it has one). Rows are sorted by dataset, model, runtime, run
 id and archive name, so the same archives give the same board in any order; the board does not
 rank systems (the headline metrics point in different directions and their intervals overlap on
 small runs).
@@ -18,16 +18,13 @@ from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import atomic_write_text, read_json
-from duplexeval_common.samples import known_task
 
 from .compare_runs import ARCHIVE_SUFFIXES
-from .sensitivity import HEADLINE
+from .reports import benchmark_of
 
 
-def headline(task: str | None) -> tuple[list[str], list[str]]:
-    """(official metrics, unified metrics) a reader looks at first for a task."""
-    rows = HEADLINE.get(task or "", [])
-    return [m for c, m, _ in rows if c == "official"], [m for c, m, _ in rows if c == "unified"]
+def _label(h) -> str:
+    return f"{h.metric} ({h.column})"
 
 
 def _link(path: Path, out: Path) -> str:
@@ -36,7 +33,9 @@ def _link(path: Path, out: Path) -> str:
     return Path(rel).as_posix()
 
 
-def _subsets(metrics: dict) -> dict:
+def _subsets(metrics: dict, bench, tasks: dict[str, str]) -> dict:
+    """Per subset: its task, samples and eligible ones, and each headline metric's value,
+    interval and status (the benchmark's declaration)."""
     out = {}
     subsets = metrics.get("subsets")
     if not isinstance(subsets, dict):
@@ -45,18 +44,25 @@ def _subsets(metrics: dict) -> dict:
         m = subsets[name]
         if not isinstance(m, dict):
             raise DuplexEvalError(f"metrics.json: subset {name} is not an object")
-        task = known_task(name)
-        off_keys, uni_keys = headline(task)
-        official, unified = m.get("official") or {}, m.get("unified") or {}
+        task = m.get("task") or tasks.get(name)
         counts = m.get("counts") or {}
         out[name] = {
-            "task": task, "n": m.get("n"), "eligible": counts.get("eligible"),
-            "official": {k: official.get(k) for k in off_keys},
-            "unified": {k: {"value": (unified.get(k) or {}).get("value"),
-                            "interval": (unified.get(k) or {}).get("interval"),
-                            "status": (unified.get(k) or {}).get("status")} for k in uni_keys},
+            "task": task, "n": m.get("n", m.get("rounds_declared")),
+            "eligible": counts.get("eligible", m.get("rounds_observed")),
+            "headline": {_label(h): {**h.read(m), "higher_is_better": h.higher_is_better}
+                         for h in bench.headline_of(task)},
         }
     return out
+
+
+def _tasks(scored: Path) -> dict[str, str]:
+    """{subset: task} of a scored folder whose metrics.json does not name them (unified.json's)."""
+    try:
+        u = read_json(scored / "unified.json")
+    except (OSError, ValueError):
+        return {}
+    subs = u.get("subsets") if isinstance(u, dict) else None
+    return {k: v["task"] for k, v in (subs or {}).items() if isinstance(v, dict) and isinstance(v.get("task"), str)}
 
 
 def _num(x) -> int:
@@ -80,8 +86,7 @@ def read_entry(path: Path, out: Path) -> dict:
             raise DuplexEvalError(f"run.json not readable ({exc})") from None
         if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
             raise DuplexEvalError("run.json is not a run record")
-        if run.get("benchmark", "fdb-v1") != "fdb-v1":
-            raise DuplexEvalError(f"a {run.get('benchmark')} run: the leaderboard ranks fdb-v1 runs")
+        bench = benchmark_of(run)
         stage = next((s for s in run.get("stages") or [] if isinstance(s, dict) and s.get("name") == "aggregate"),
                      None)
         if stage is None or stage.get("status") == "failed":
@@ -91,14 +96,15 @@ def read_entry(path: Path, out: Path) -> dict:
             metrics = read_json(scored / "metrics.json")
         except (OSError, ValueError) as exc:
             raise DuplexEvalError(f"metrics.json of the aggregate stage not readable ({exc})") from None
+        tasks = _tasks(scored)
     if not isinstance(metrics, dict):
         raise DuplexEvalError("metrics.json is not an object")
-    subsets = _subsets(metrics)
+    subsets = _subsets(metrics, bench, tasks)
     revision = metrics.get("official_revision")
     return {
         "archive": _link(path, out), "archive_name": path.name, "path": str(path), "run_id": run["run_id"],
-        "model": run.get("model"), "dataset": run.get("dataset"), "runtime": run.get("runtime"),
-        "status": run.get("status"), "limit": run.get("limit"), "asr": run.get("asr"), "judge": run.get("judge"),
+        "benchmark": bench.name, "model": run.get("model"), "dataset": run.get("dataset"),
+        "runtime": run.get("runtime"), "status": run.get("status"), "limit": run.get("limit"), "asr": run.get("asr"), "judge": run.get("judge"),
         "definitions": metrics.get("definitions"),
         "official_revision": revision.get("name") if isinstance(revision, dict) else None,
         "samples": sum(_num(s["n"]) for s in subsets.values()),
@@ -146,24 +152,27 @@ def _iv(iv) -> str:
 
 
 def subset_table(board: dict, subset: str) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows (strings) of one subset's part of the board."""
+    """Headers and rows (strings) of one subset's part of the board: a column per headline metric,
+    and its 95% interval beside it where any row has one."""
     rows = [r for r in board["rows"] if subset in r["subsets"]]
-    task = rows[0]["subsets"][subset]["task"] if rows else None
-    off_keys, uni_keys = headline(task)
-    headers = ["model", "dataset", "runtime", "samples"] + [f"{k} (official)" for k in off_keys]
-    for k in uni_keys:
-        headers += [k, "95% interval"]
+    labels = list(dict.fromkeys(k for r in rows for k in r["subsets"][subset]["headline"]))
+    with_iv = {k for k in labels if any((r["subsets"][subset]["headline"].get(k) or {}).get("interval") is not None
+                                        for r in rows)}
+    headers = ["model", "dataset", "runtime", "samples"]
+    for k in labels:
+        headers += [k, "95% interval"] if k in with_iv else [k]
     headers.append("archive")
     body = []
     for r in rows:
         s = r["subsets"][subset]
         line = [str(r["model"]), str(r["dataset"]), str(r["runtime"]),
                 f"{'-' if s['eligible'] is None else s['eligible']}/{'-' if s['n'] is None else s['n']}"]
-        line += [_f(s["official"].get(k)) for k in off_keys]
-        for k in uni_keys:
-            u = s["unified"][k]
-            line += [_f(u["value"]) if u["value"] is not None or u["status"] in (None, "ok")
-                     else str(u["status"]).replace("_", " "), _iv(u["interval"])]
+        for k in labels:
+            u = s["headline"].get(k) or {"value": None, "interval": None, "status": None}
+            line.append(_f(u["value"]) if u["value"] is not None or u["status"] in (None, "ok")
+                        else str(u["status"]).replace("_", " "))
+            if k in with_iv:
+                line.append(_iv(u["interval"]))
         line.append(r["path"])
         body.append(line)
     return headers, body

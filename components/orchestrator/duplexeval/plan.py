@@ -1,8 +1,13 @@
-"""Stage specs, and the stages every benchmark's plan shares (benchmarks/: each benchmark's plan).
+"""Stage specs, and the planner a benchmark's `plan` hook builds its stages with.
 
 A stage spec names its component, its settings, the stages (or source folders) it reads, and
 whether it needs a network and which credential variables. Keys are derived from these and from
 the content of the inputs, so the plan and the store alone decide what can be reused.
+
+A benchmark's plan (its `plan(planner, options)` hook) gets a `Planner`: the run's request (model,
+dataset, ASR, judge, limit, subsets and each component's arguments) and the stages every plan
+shares (the dataset, the model's runner, the ASR, the judge, any other component). Every stage but
+the runner's names the benchmark in its settings, so its component runs that benchmark's hooks.
 """
 
 from __future__ import annotations
@@ -115,3 +120,60 @@ def endpoints(spec: StageSpec) -> list[str]:
     """The URLs a networked stage will reach (runner `url`, judge `base_url`)."""
     args = spec.config.get("runner_args") or spec.config.get("judge_args") or {}
     return [v for k, v in sorted(args.items()) if k in ("url", "base_url") and isinstance(v, str) and v]
+
+
+@dataclass
+class Planner:
+    """What a benchmark's plan builds its stages with (module docstring)."""
+    benchmark: str
+    model: str
+    dataset: str
+    asr: str
+    judge: str
+    limit: int | None = None
+    subsets: list[str] | None = None
+    runner_args: dict = field(default_factory=dict)
+    asr_args: dict = field(default_factory=dict)
+    judge_args: dict = field(default_factory=dict)
+    segmenter_args: dict = field(default_factory=dict)
+    environ: dict | None = None
+
+    def __post_init__(self) -> None:
+        check_limit(self.limit)
+        if self.environ is None:
+            self.environ = dict(os.environ)
+
+    def refuse(self, what: str, message: str) -> None:
+        """A one-line error when the request gives `what` (e.g. "segmenter_args") this plan has no use for."""
+        if getattr(self, what):
+            raise DuplexEvalError(message)
+
+    def stage(self, name: str, component: str, config: dict, inputs: list, network: bool = False,
+              keys: tuple[str, ...] = ()) -> StageSpec:
+        """A stage of `component` that runs this benchmark's hooks."""
+        return StageSpec(name, component, {"benchmark": self.benchmark, **config}, inputs, network, keys)
+
+    def dataset_stage(self) -> StageSpec:
+        spec = dataset_stage(self.dataset, self.limit, self.subsets)
+        spec.config = {"benchmark": self.benchmark, **spec.config}
+        return spec
+
+    def runner_stage(self, inputs: list) -> StageSpec:
+        """The model's runner (the runner core runs no benchmark hook: its settings name none)."""
+        return runner_stage(self.model, self.runner_args, inputs, self.environ)
+
+    def asr_stage(self, name: str, inputs: list, **config) -> StageSpec:
+        return self.stage(name, "asr-aligner", {"backend": self.asr, "backend_args": dict(self.asr_args or {}),
+                                                **config}, inputs)
+
+    def judge_stage(self, inputs: list, **extra) -> StageSpec:
+        return judge_stage(self.judge, self.judge_args, inputs, self.environ, {"benchmark": self.benchmark, **extra})
+
+
+def plan_of(bench, planner: Planner, options: dict | None = None) -> list[StageSpec]:
+    """The benchmark's stages for this request (its plan hook), its own settings checked first."""
+    specs = bench.hook("plan")(planner, bench.check_options(options))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise DuplexEvalError(f"benchmark {bench.name}: its plan names a stage twice ({', '.join(names)})")
+    return specs

@@ -38,6 +38,13 @@ def digest(record: dict) -> str:
                         "run": {k: record.get(k) for k in RUN_FIELDS}})
 
 
+def benchmark_of(record: dict):
+    """The benchmark a run record names (one made before the record named it: the default)."""
+    from duplexeval_common import benchmarks
+    name = record.get("benchmark")
+    return benchmarks.get(name) if name else benchmarks.default()
+
+
 def report_dir(store, record: dict) -> Path:
     return store.root / REPORTS / digest(record)
 
@@ -57,13 +64,13 @@ def ensure(store, record: dict) -> tuple[Path, bool]:
     final = report_dir(store, record)
     if (final / INDEX).is_file():
         return final, False
-    from .html import run_report
+    report = benchmark_of(record).hook("report")
     parent = final.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = parent / f".tmp-{final.name[:16]}-{os.getpid()}-{_random.token_hex(4)}"
     tmp.mkdir()
     try:
-        run_report.build(store, record, tmp)
+        report.build(store, record, tmp)
         _chmod_tree(tmp)
         try:
             os.rename(tmp, final)

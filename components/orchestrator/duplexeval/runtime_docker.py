@@ -70,6 +70,19 @@ def image_id(image: str) -> str:
         client.close()
 
 
+def image_labels(image: str) -> dict[str, str]:
+    """The labels of a local image ({} when it has none)."""
+    import docker.errors
+    client = _client()
+    try:
+        return dict(client.images.get(image).labels or {})
+    except docker.errors.ImageNotFound:
+        name = image.split("/")[-1].split(":")[0]
+        raise DuplexEvalError(f"image {image} not found: run `make image NAME={name}`") from None
+    finally:
+        client.close()
+
+
 def invoking_user() -> str:
     """`uid:gid` of the user running the orchestrator: the containers run as that user, so the
     outputs they write belong to whoever started the run (root or not)."""

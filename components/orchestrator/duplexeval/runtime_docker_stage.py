@@ -1,7 +1,13 @@
 """The docker runtime: each stage runs in its component's image.
 
 A component's identity here is its image ID, so rebuilding or swapping one image changes that
-stage's key and every key downstream. Inputs are mounted read-only; the stage's output folder
+stage's key and every key downstream. A component image built by docker/build-image.sh carries
+the benchmark packages on top of the component (docker/Dockerfile.benchmarks) and two labels: the
+ID of the image without them (org.duplexeval.engine), which is then the identity, and the source
+digest of each benchmark baked in (org.duplexeval.benchmarks). The engine adds the digest of the
+stage's benchmark to the identity (engine.Engine.identity), so a change to one benchmark re-runs
+that benchmark's stages only; an image whose baked benchmark differs from the repository's is
+refused with one line (rebuild it) instead of running old rules under a new key. Inputs are mounted read-only; the stage's output folder
 and the cache are the only writable mounts; only stages that reach a model server or an API get
 a network. The numeric environment (OPENBLAS_*, OMP_*, MKL_*, thread counts) is passed in, so a
 container computes with the same kernels as the local runtime on the same machine.
@@ -15,7 +21,10 @@ from duplexeval_common.errors import DuplexEvalError
 
 from .paths import component_dir, is_runner
 from .runtime import Call, Limits, LogRelay, Outcome, numeric_env
-from .runtime_docker import image_id, run_stage_in_container
+from .runtime_docker import image_id, image_labels, run_stage_in_container
+
+ENGINE_LABEL = "org.duplexeval.engine"
+BENCHMARKS_LABEL = "org.duplexeval.benchmarks"
 
 
 def component_version(component: str) -> str:
@@ -32,16 +41,36 @@ class DockerRuntime:
     def __init__(self, images: dict[str, str] | None = None):
         self.images = dict(images or {})
         self._ids: dict[str, str] = {}
+        self._labels_of: dict[str, dict[str, str]] = {}
 
     def image(self, component: str) -> str:
         # RUNNER_IMAGE / --image duplex-runner=IMAGE swaps whichever runner package the model uses
         swapped = self.images.get(component) or (self.images.get("duplex-runner") if is_runner(component) else None)
         return swapped or f"duplexeval/{component}:{component_version(component)}"
 
+    def _labels(self, component: str) -> dict[str, str]:
+        if component not in self._labels_of:
+            self._labels_of[component] = image_labels(self.image(component))
+        return self._labels_of[component]
+
     def identity(self, component: str) -> str:
         if component not in self._ids:
-            self._ids[component] = f"image:{image_id(self.image(component))}"
+            engine = self._labels(component).get(ENGINE_LABEL)
+            self._ids[component] = f"image:{engine or image_id(self.image(component))}"
         return self._ids[component]
+
+    def check_benchmark(self, component: str, name: str, digest: str) -> None:
+        """One line when the component's image holds another version of benchmark `name` than
+        the repository's (or none of it)."""
+        import json
+        try:
+            baked = json.loads(self._labels(component).get(BENCHMARKS_LABEL) or "{}")
+        except ValueError:
+            baked = {}
+        if not isinstance(baked, dict) or baked.get(name) != digest:
+            have = "none" if not isinstance(baked, dict) or name not in baked else f"{str(baked[name])[:12]}..."
+            raise DuplexEvalError(f"image {self.image(component)} holds benchmark {name} at {have}, the "
+                                  f"repository's is at {digest[:12]}...: rebuild it (make image NAME={component})")
 
     def provenance(self, component: str) -> dict:
         return {"identity": self.identity(component), "image": self.image(component)}

@@ -1,13 +1,16 @@
 """`duplexeval sensitivity`: how much a run's headline numbers move with the ASR and its VAD.
 
 Every timing metric is computed from ASR word times (and VAD segments), and the choice of ASR moves
-published numbers a lot. This command takes one finished run, keeps its dataset and runner stages
-(the model is not run again), and re-runs transcription, judging and scoring under each setting of
-a grid: ASR backends x VAD thresholds x VAD minimum silences (a VAD value applies to backends that
-take `vad_threshold` / `vad_min_silence_ms`). Every stage already in the store is reused. It writes
-runs/<run>/sensitivity.json and sensitivity.md: per subset and headline metric, the value (with its
-95% interval for unified metrics) under each setting and the spread; with `--against RUN2`, the
-same for the other run and whether the ranking of the two runs flips under some setting.
+published numbers a lot. This command takes one finished run of any benchmark, keeps every stage up
+to its runner (the model is not run again), and re-runs the stages after it, each asr-aligner
+stage with the setting's backend, under each setting of a grid: ASR backends x VAD thresholds x VAD
+minimum silences (a VAD value applies to backends that take `vad_threshold` /
+`vad_min_silence_ms`). The stages after the runner keep their archived settings; which stages each
+reads is found from the run record (each input's content digest names the stage it came from).
+Every stage already in the store is reused. It writes runs/<run>/sensitivity.json and
+sensitivity.md: per subset and headline metric (the benchmark's declaration), the value (with its
+95% interval where it has one) under each setting and the spread; with `--against RUN2`, the same
+for the other run and whether the ranking of the two runs flips under some setting.
 """
 
 from __future__ import annotations
@@ -20,23 +23,10 @@ from duplexeval_common.jsonio import atomic_write_json, atomic_write_text, read_
 
 from .engine import Engine
 from .plan import JUDGE_KEYS, OFFLINE_JUDGES, StageSpec
-from .store import Store
+from .reports import benchmark_of
+from .store import Store, content_digest
 
-# The numbers a reader looks at first, per task: (column, metric, higher is better).
-HEADLINE = {
-    "pause_handling": [("official", "tor", False), ("unified", "pause_intrusion_rate", False)],
-    "smooth_turn_taking": [("official", "tor", True), ("official", "latency", False),
-                           ("unified", "response_rate_2s", True), ("unified", "response_latency_s", False)],
-    "user_interruption": [("official", "tor", True), ("official", "latency", False),
-                          ("unified", "exercised_rate", None), ("unified", "response_latency_s", False)],
-    "backchannel": [("official", "tor", False), ("official", "freq", True), ("official", "jsd", False)],
-}
-
-
-def _task(subset: str) -> str | None:
-    from duplexeval_common.samples import known_task
-    return known_task(subset)
-
+RUNNER = "runner"
 
 def grid(asrs: list[str], thresholds: list[float], silences: list[int]) -> list[dict]:
     """One setting per combination: {"asr": name, "backend_args": {...}, "label": "..."}."""
@@ -52,21 +42,35 @@ def grid(asrs: list[str], thresholds: list[float], silences: list[int]) -> list[
     return out
 
 
-def _run_stages(store: Store, run: str) -> tuple[dict, dict[str, dict]]:
+def _run_stages(store: Store, run: str) -> tuple[dict, dict]:
+    """The run record, and what its rescoring needs: the stages up to the runner (given, as the
+    engine reads them) and the stages after it (in order, each with the names of what it reads)."""
     rec = read_json(store.resolve_run(run) / "run.json")
-    if rec.get("benchmark", "fdb-v1") != "fdb-v1":
-        raise DuplexEvalError(f"run {run} is a {rec['benchmark']} run: sensitivity re-scores fdb-v1 runs only")
+    order = [s["name"] for s in rec.get("stages", [])]
     stages = {s["name"]: s for s in rec.get("stages", [])}
-    for need in ("dataset", "runner", "asr", "judge", "aggregate"):
-        if need not in stages or stages[need]["status"] == "failed":
-            raise DuplexEvalError(f"run {run}: no completed {need} stage to start from")
-    given = {}
-    for name in ("dataset", "runner"):
-        stage_rec = store.record(stages[name]["key"])
+    if RUNNER not in stages or stages[RUNNER]["status"] == "failed":
+        raise DuplexEvalError(f"run {run}: no completed runner stage to start from")
+    if not order or order[-1] != "aggregate" or stages["aggregate"]["status"] == "failed":
+        raise DuplexEvalError(f"run {run}: no completed aggregate stage (nothing was scored)")
+    given, by_digest = {}, {}
+    for name in order:
+        st = stages[name]
+        stage_rec = store.record(st["key"])
         if stage_rec is None:
-            raise DuplexEvalError(f"run {run}: stage {name} ({stages[name]['key'][:12]}) is not in the store")
-        given[name] = {**stage_rec, "key": stages[name]["key"]}
-    return rec, {"given": given, "stages": stages}
+            raise DuplexEvalError(f"run {run}: stage {name} ({st['key'][:12]}) is not in the store")
+        by_digest[content_digest(stage_rec)] = name
+        if order.index(name) <= order.index(RUNNER):
+            given[name] = {**stage_rec, "key": st["key"]}
+    later = []
+    for name in order[order.index(RUNNER) + 1:]:
+        st = stages[name]
+        reads = []
+        for d in st.get("inputs", []):
+            if d not in by_digest:
+                raise DuplexEvalError(f"run {run}: stage {name} reads {d[:24]}..., which no stage of the run made")
+            reads.append(by_digest[d])
+        later.append({"name": name, "component": st["component"], "key": st["key"], "reads": reads})
+    return rec, {"given": given, "later": later}
 
 
 def _config(store: Store, key: str) -> dict:
@@ -76,34 +80,41 @@ def _config(store: Store, key: str) -> dict:
     return read_json(path)
 
 
-def rescore_plan(store: Store, stages: dict, setting: dict) -> list[StageSpec]:
-    asr_cfg = {**_config(store, stages["asr"]["key"]), "backend": setting["asr"]}
-    asr_cfg["backend_args"] = dict(setting["backend_args"])
-    judge_cfg = _config(store, stages["judge"]["key"])
-    judge = judge_cfg.get("judge", "none")
-    return [
-        StageSpec("asr", "asr-aligner", asr_cfg, ["dataset", "runner"]),
-        StageSpec("judge", "judge", judge_cfg, ["dataset", "asr"], network=judge not in OFFLINE_JUDGES,
-                  keys=JUDGE_KEYS.get(judge, ())),
-        StageSpec("aggregate", "aggregator", _config(store, stages["aggregate"]["key"]),
-                  ["dataset", "runner", "asr", "judge"]),
-    ]
+def rescore_plan(store: Store, later: list[dict], setting: dict) -> list[StageSpec]:
+    """The stages after the runner with their archived settings, every ASR stage's backend the
+    setting's."""
+    out = []
+    for st in later:
+        cfg = _config(store, st["key"])
+        network, keys = False, ()
+        if st["component"] == "asr-aligner":
+            cfg = {**cfg, "backend": setting["asr"], "backend_args": dict(setting["backend_args"])}
+        elif st["component"] == "judge":
+            judge = cfg.get("judge", "none")
+            network, keys = judge not in OFFLINE_JUDGES, JUDGE_KEYS.get(judge, ())
+        out.append(StageSpec(st["name"], st["component"], cfg, list(st["reads"]), network=network, keys=keys))
+    return out
 
 
-def _cell(metrics: dict, subset: str, column: str, metric: str) -> dict | None:
-    m = metrics["subsets"].get(subset, {}).get(column, {}).get(metric)
-    if m is None:
-        return None
-    if isinstance(m, dict):
-        return {"value": m.get("value"), "interval": m.get("interval")}
-    return {"value": m, "interval": None}
+def subset_tasks(store: Store, given: dict) -> dict[str, str]:
+    """{subset: task} from the manifests of the stages kept (the dataset's declaration)."""
+    out: dict[str, str] = {}
+    for name, rec in given.items():
+        p = store.stage_dir(rec["key"]) / "manifest.json"
+        if p.is_file():
+            for row in read_json(p).get("samples") or []:
+                if isinstance(row, dict) and isinstance(row.get("task"), str):
+                    out.setdefault(str(row.get("subset")), row["task"])
+    return out
 
 
 def rescore(engine: Engine, store: Store, run: str, settings: list[dict]) -> dict:
     rec, info = _run_stages(store, run)
+    bench = benchmark_of(rec)
+    tasks = subset_tasks(store, info["given"])
     rows = []
     for setting in settings:
-        plan = rescore_plan(store, info["stages"], setting)
+        plan = rescore_plan(store, info["later"], setting)
         engine.check(plan, info["given"])
         results = engine.run(plan, info["given"])
         last = results[-1]
@@ -112,14 +123,17 @@ def rescore(engine: Engine, store: Store, run: str, settings: list[dict]) -> dic
         metrics = read_json(store.stage_dir(last.key) / "metrics.json")
         cells = {}
         for subset in sorted(metrics["subsets"]):
-            for column, metric, _ in HEADLINE.get(_task(subset) or "", []):
-                cell = _cell(metrics, subset, column, metric)
-                if cell is not None:
-                    cells[f"{subset}|{column}|{metric}"] = cell
+            task = metrics["subsets"][subset].get("task") or tasks.get(subset)
+            for h in bench.headline_of(task):
+                cell = h.read(metrics["subsets"][subset])
+                if cell["value"] is not None:
+                    cells[f"{subset}|{h.column}|{h.metric}"] = {"value": cell["value"], "interval": cell["interval"],
+                                                               "higher_is_better": h.higher_is_better}
         rows.append({"setting": setting["label"], "asr_key": results[0].key,
                      "aggregate_key": last.key, "cells": cells,
                      "cached": all(r.cached for r in results)})
-    return {"run": rec["run_id"], "model": rec["model"], "dataset": rec["dataset"], "rows": rows}
+    return {"run": rec["run_id"], "benchmark": bench.name, "model": rec["model"], "dataset": rec["dataset"],
+            "rows": rows}
 
 
 def spread(result: dict) -> dict:
@@ -135,16 +149,15 @@ def spread(result: dict) -> dict:
 
 def ranking(a: dict, b: dict) -> dict:
     """Per cell with a direction: which run is better under each setting, and whether it flips."""
-    better = {m: hi for task in HEADLINE.values() for _, m, hi in task}
     out = {}
     for ra, rb in zip(a["rows"], b["rows"]):
         for key, ca in ra["cells"].items():
-            metric = key.split("|")[2]
             cb = rb["cells"].get(key)
-            if better.get(metric) is None or cb is None or ca["value"] is None or cb["value"] is None:
+            better = ca.get("higher_is_better")
+            if better is None or cb is None or ca["value"] is None or cb["value"] is None:
                 continue
             d = ca["value"] - cb["value"]
-            winner = "tie" if d == 0 else ("a" if (d > 0) == better[metric] else "b")
+            winner = "tie" if d == 0 else ("a" if (d > 0) == better else "b")
             out.setdefault(key, {})[ra["setting"]] = winner
     return {k: {"by_setting": v, "flips": len({w for w in v.values() if w != "tie"}) > 1}
             for k, v in sorted(out.items())}

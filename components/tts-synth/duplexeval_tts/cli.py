@@ -6,25 +6,61 @@ from pathlib import Path
 
 import click
 
+from duplexeval_common import benchmarks
 from duplexeval_common.cli import component_group, one_line_errors
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.stage import Stage
+from duplexeval_common.samples import Inputs, Sample
+from duplexeval_common.stage import SampleContext, Stage, StageContext
 
 from . import __version__
 from .engines import ENGINES, load_engine, render, voices
 
 
+class DatasetStage:
+    """The dataset stage's hooks, chosen at `select` by the input folder: an imported dataset
+    (imported.py) when it holds an import manifest, else the dataset builder of the benchmark the
+    settings name (its `dataset` hook, given this component's Synth service: synth.py)."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.mode = None
+
+    def _builder(self):
+        from .synth import SYNTH
+        bench = benchmarks.of_config(self.config, "tts-synth")
+        return bench.hook("dataset")(self.config, SYNTH)
+
+    def check(self, config: dict) -> None:
+        from .synth import check_config
+        check_config(config)
+        benchmarks.of_config(config, "tts-synth")
+
+    def select(self, inputs: Inputs, config: dict) -> list[Sample]:
+        from .imported import ImportedStage, is_import
+        self.mode = ImportedStage(self.config) if is_import(inputs.dirs) else self._builder()
+        return self.mode.select(inputs, config)
+
+    def setup(self, config: dict) -> None:
+        if getattr(self.mode, "setup", None):
+            self.mode.setup(config)
+
+    def process(self, ctx: SampleContext) -> None:
+        self.mode.process(ctx)
+
+    def finalize(self, sctx: StageContext) -> None:
+        if getattr(self.mode, "finalize", None):
+            self.mode.finalize(sctx)
+
+
 def make_stage(config: dict) -> Stage:
-    """The scripted dataset stage (dataset.make_stage), switched to the import mode (imported.py)
-    when its input folder holds a `duplexeval import` manifest, or to the MTR mode (mtr_build.py)
-    when it holds mtr-script/1 scripts; `select`, which sees the input, chooses."""
-    from .dataset import make_stage as scripted_stage
-    from .imported import with_import_mode
-    from .mtr_build import with_mtr_mode
-    return with_mtr_mode(with_import_mode(scripted_stage(config), config), config)
+    from .synth import check_config
+    jobs = check_config(config)["jobs"]
+    ds = DatasetStage(config)
+    return Stage("tts-synth", __version__, ds.process, finalize=ds.finalize, select=ds.select,
+                 setup=ds.setup, check=ds.check, workers=jobs)
 
 
-main = component_group("tts-synth", "Synthesizes a text-scripted dataset (fdb-mini) in the Full-Duplex-Bench layout.",
+main = component_group("tts-synth", "Synthesizes a benchmark's text-scripted dataset, or copies an imported one.",
                        __version__, make_stage, ENGINES)
 
 

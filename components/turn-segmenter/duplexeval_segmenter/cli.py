@@ -8,13 +8,13 @@ from duplexeval_common.registry import Registry
 from . import __version__
 from .stage import make_stage
 
-SEGMENTERS = Registry("segmenter")
+SEGMENTERS = Registry("segmenter", pins="duplexeval_segmenter")
 SEGMENTERS.add("offline", "duplexeval_segmenter.offline:segment",
                "deterministic: user speech merged across short gaps, split where the model responds "
                "(rule gap-v1; the default without an llm setting)")
 SEGMENTERS.add("llm", "duplexeval_segmenter.llm:run",
-               "the paper's Algorithm 1: 6 LLM segmentations (duplexeval-judge, prompt "
-               "mtr-turn-segmentation), IoU>=0.3 clustering, median boundaries, >=2 votes, overlaps merged")
+               "the paper's Algorithm 1: 6 LLM segmentations (the benchmark's segmentation prompt, e.g. "
+               "MTR-DuplexBench's), IoU>=0.3 clustering, median boundaries, >=2 votes, overlaps merged")
 
-main = component_group("turn-segmenter", "User turns and response windows of two-channel dialogues "
-                       "(MTR-DuplexBench dialogue quality).", __version__, make_stage, SEGMENTERS)
+main = component_group("turn-segmenter", "User turns and response windows of two-channel dialogues.",
+                       __version__, make_stage, SEGMENTERS)

@@ -1,10 +1,10 @@
-"""The LLM segmentation (Algorithm 1, step 2) through the judge component's client.
+"""The LLM segmentation (Algorithm 1, step 2) through the one LLM stack (duplexeval_common.llm).
 
-Every request goes through duplexeval_judge.mtr (its versioned prompt mtr-turn-segmentation,
-its client, cache, retries and ledger rows): run k of a dialogue is sent with seed
-first_seed + k, so the runs are independent requests and cache entries. The transcript is the
-two channels' ASR segments sorted by start time (user lines before model lines at equal starts)
-and rendered by duplexeval_judge.mtr.transcript as the released scripts write it.
+The prompt, the transcript's rendering and the runs are the benchmark's (its `segment` hook, e.g.
+MTR-DuplexBench's versioned prompt mtr-turn-segmentation): run k of a dialogue is sent with seed
+first_seed + k, so the runs are independent requests and cache entries, through the shared client,
+cache, retries and ledger rows. The transcript is the two channels' ASR segments sorted by start
+time (user lines before model lines at equal starts) and rendered by the hook's `transcript`.
 """
 
 from __future__ import annotations
@@ -19,43 +19,37 @@ from duplexeval_common.secrets import redact
 BACKENDS = ("openai", "local-llm")
 
 
-def mtr():
-    """duplexeval_judge.mtr, or a one-line error when the judge package is not installed."""
-    try:
-        from duplexeval_judge import mtr as module
-    except ImportError as exc:
-        raise DuplexEvalError(f"the LLM segmenter needs the duplexeval-judge package ({exc.name} is "
-                              "missing): pip install -e components/judge --no-deps") from None
-    return module
+def hook(config: dict):
+    """The benchmark's `segment` hook (a one-line error naming the benchmark when it has none)."""
+    from duplexeval_common import benchmarks
+    return benchmarks.of_config(config, "turn-segmenter").hook("segment")
 
 
 def _cls(backend: str):
     if backend == "openai":
-        from duplexeval_judge.llm_judge import OpenAIJudge
+        from duplexeval_common.llm.judges import OpenAIJudge
         return OpenAIJudge
     if backend == "local-llm":
-        from duplexeval_judge.local_llm import LocalLLMJudge
+        from duplexeval_common.llm.local import LocalLLMJudge
         return LocalLLMJudge
-    raise DuplexEvalError(f"turn-segmenter: llm.backend must be one of {', '.join(BACKENDS)}, not {backend!r}"
-                          f" ({mtr().SEGMENT} runs through duplexeval_judge.mtr.judge_for)")
+    raise DuplexEvalError(f"turn-segmenter: llm.backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
 
 
-def check(llm: dict) -> None:
-    """The LLM settings, without network or model: backend, arguments, the prompt."""
-    m = mtr()
+def check(llm: dict, seg) -> None:
+    """The LLM settings, without network or model: backend, arguments, the prompt (seg: the
+    benchmark's segment hook)."""
     args = dict(llm.get("args") or {})
     if "prompt" in args:
-        raise DuplexEvalError(f"turn-segmenter: llm.args.prompt is not a setting (the prompt is {m.SEGMENT})")
+        raise DuplexEvalError(f"turn-segmenter: llm.args.prompt is not a setting (the prompt is {seg.SEGMENT})")
     cls = _cls(llm.get("backend", "openai"))
-    check_kwargs(f"turn-segmenter: llm.args ({llm.get('backend', 'openai')})", cls, args)
-    cls.check(prompt=m.SEGMENT, **args)
+    check_kwargs(f"turn-segmenter: llm.args ({llm.get('backend', 'openai')})", cls, {"prompt": None, **args})
+    cls.check(prompt=seg.PROMPTS.get(seg.SEGMENT), **args)
 
 
-def build(llm: dict):
+def build(llm: dict, seg):
     """The judge for the segmentation prompt (a missing API key is a one-line error here)."""
-    check(llm)
-    m = mtr()
-    return m.judge_for(m.SEGMENT, llm.get("backend", "openai"), **dict(llm.get("args") or {}))
+    check(llm, seg)
+    return _cls(llm.get("backend", "openai"))(prompt=seg.PROMPTS.get(seg.SEGMENT), **dict(llm.get("args") or {}))
 
 
 def settings(judge, llm: dict) -> dict:
@@ -83,15 +77,16 @@ def _line(text: str | None, n: int = 80) -> str:
     return repr(t[:n] + ("..." if len(t) > n else ""))
 
 
-def run(judge, transcript: str, span: tuple[float, float], runs: int, first_seed: int, min_parsed: int,
+def run(seg, judge, transcript: str, span: tuple[float, float], runs: int, first_seed: int, min_parsed: int,
         key: str, fatal: Fatal) -> tuple[list[Any], list[list[tuple[float, float]]]]:
-    """The `runs` segmentations of one dialogue: (judgements, each parsed run's turns). A failed
-    request, or fewer than min_parsed parsed runs, fails the dialogue with one line."""
-    from duplexeval_judge.client import CallError
+    """The `runs` segmentations of one dialogue (seg: the benchmark's segment hook): (judgements,
+    each parsed run's turns). A failed request, or fewer than min_parsed parsed runs, fails the
+    dialogue with one line."""
+    from duplexeval_common.llm.client import CallError
     if fatal.reason:
         raise SampleError(key, fatal.reason)
     try:
-        js = mtr().segment_turns(judge, transcript, span[0], span[1], runs=runs, first_seed=first_seed)
+        js = seg.segment_turns(judge, transcript, span[0], span[1], runs=runs, first_seed=first_seed)
     except CallError as exc:  # fatal: the same for every request
         with fatal.lock:
             fatal.reason = fatal.reason or f"LLM segmentation stopped: {exc}"

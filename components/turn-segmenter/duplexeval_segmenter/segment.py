@@ -26,6 +26,7 @@ SCHEMA = "segmentation"
 class State:
     """What the stage keeps between setup, the dialogues and finalize."""
     settings: dict
+    hook: object | None = None       # the benchmark's segment hook (the LLM segmenter's prompt, transcript)
     judge: object | None = None
     llm_record: dict | None = None
     fatal: llm.Fatal = field(default_factory=llm.Fatal)
@@ -66,10 +67,10 @@ def segment_dialogue(ctx: SampleContext, state: State) -> dict:
     if s["segmenter"] == "llm":
         rows = [{"speaker": "user", "start": x.start, "end": x.end, "text": x.text} for x in u_lines] + \
                [{"speaker": "model", "start": x.start, "end": x.end, "text": x.text} for x in m_lines]
-        text = llm.mtr().transcript(rows)
+        text = state.hook.transcript(rows)
         if not rows:
             raise SampleError(key, "both channels are empty: nothing for the LLM to segment")
-        js, runs = llm.run(state.judge, text, span, s["runs"], s["first_seed"], s["min_parsed_runs"],
+        js, runs = llm.run(state.hook, state.judge, text, span, s["runs"], s["first_seed"], s["min_parsed_runs"],
                            key, state.fatal)
         state.ledger[key] = js
         v = voting.vote(runs, s["iou_threshold"], s["min_votes"], s["median"], s["merge_overlaps"])

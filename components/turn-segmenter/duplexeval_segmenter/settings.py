@@ -1,9 +1,11 @@
 """The stage's settings: defaults, checks (one line each), and the resolved record.
 
 Config keys (schemas/config-turn-segmenter.schema.json):
-  mode             "segment" (the default: segmentation.json per dialogue) or "rounds" (the
-                   dialogue-quality round samples from the segmentations, duplexeval_segmenter.rounds;
-                   it takes only mode, max_word_gap_s and workers)
+  benchmark        the benchmark whose `segment` hook the stage asks: the LLM segmenter's prompt
+                   and transcript, and mode "samples"'s stage
+  mode             "segment" (the default: segmentation.json per dialogue) or "samples" (the
+                   benchmark's samples cut from the segmentations; it takes only benchmark, mode,
+                   max_word_gap_s and workers)
   segmenter        "llm" or "offline"; default "llm" when `llm` is set, else "offline"
   llm              {"backend": "openai" | "local-llm", "args": {the judge's arguments}}
   runs             LLM segmentations per dialogue (6)
@@ -30,8 +32,8 @@ from . import offline
 from .voting import MEDIANS, MIN_VOTES, OVERLAP, RUNS, finite
 
 SPEECH_SOURCES = ("auto", "vad", "words")
-MODES = ("segment", "rounds")
-ROUNDS_KEYS = ("mode", "max_word_gap_s", "workers")
+MODES = ("segment", "samples")
+SAMPLES_KEYS = ("benchmark", "mode", "max_word_gap_s", "workers")
 
 
 def resolve(config: dict) -> dict:
@@ -40,8 +42,8 @@ def resolve(config: dict) -> dict:
     mode = c.get("mode", "segment")
     if mode not in MODES:
         raise DuplexEvalError(f"turn-segmenter: mode must be {' or '.join(MODES)}, not {mode!r}")
-    if mode == "rounds":
-        return resolve_rounds(c)
+    if mode == "samples":
+        return resolve_samples(c)
     seg = c.get("segmenter") or ("llm" if c.get("llm") else "offline")
     if seg not in ("llm", "offline"):
         raise DuplexEvalError(f"turn-segmenter: segmenter must be llm or offline, not {seg!r}")
@@ -66,19 +68,22 @@ def resolve(config: dict) -> dict:
         "workers": c.get("workers", 1),
         "mode": mode,
     }
+    unknown = sorted(set(c) - {*out, "llm", "benchmark"})
+    if unknown:
+        raise DuplexEvalError(f"turn-segmenter: unknown setting(s) {', '.join(unknown)}")
     if seg == "llm":
         out["llm"] = {"backend": c["llm"].get("backend", "openai"), "args": dict(c["llm"].get("args") or {})}
     _check(out)
     return out
 
 
-def resolve_rounds(c: dict) -> dict:
-    """The settings of mode "rounds" (the segmenter's settings do not apply there)."""
-    unknown = sorted(set(c) - set(ROUNDS_KEYS))
+def resolve_samples(c: dict) -> dict:
+    """The settings of mode "samples" (the segmenter's settings do not apply there)."""
+    unknown = sorted(set(c) - set(SAMPLES_KEYS))
     if unknown:
-        raise DuplexEvalError(f"turn-segmenter: mode rounds takes only {', '.join(ROUNDS_KEYS)}; "
+        raise DuplexEvalError(f"turn-segmenter: mode samples takes only {', '.join(SAMPLES_KEYS)}; "
                               f"not {', '.join(unknown)}")
-    out = {"mode": "rounds", "max_word_gap_s": c.get("max_word_gap_s", 0.5), "workers": c.get("workers", 1)}
+    out = {"mode": "samples", "max_word_gap_s": c.get("max_word_gap_s", 0.5), "workers": c.get("workers", 1)}
     if not (finite(out["max_word_gap_s"]) and out["max_word_gap_s"] >= 0):
         raise DuplexEvalError(f"turn-segmenter: max_word_gap_s must be a number of at least 0, "
                               f"got {out['max_word_gap_s']!r}")

@@ -1,8 +1,9 @@
 """The turn-segmenter stage: per dialogue segmentation.json, then the stage-level files.
 
 `turn-segmenter run --input DIR... --output DIR --config FILE` (the stage contract of
-duplexeval_common.stage). Config "mode": "rounds" makes the dialogue-quality round samples from
-the segmentations instead (duplexeval_segmenter.rounds). In the default mode "segment", every sample of the inputs is a dialogue with user.json and
+duplexeval_common.stage). Config "mode": "samples" makes the benchmark's samples from the
+segmentations instead (its `segment` hook's samples_stage, e.g. MTR-DuplexBench's dialogue-quality
+round samples). In the default mode "segment", every sample of the inputs is a dialogue with user.json and
 model.json. A dialogue whose inputs are bad, or whose LLM runs fail, fails alone with one line
 naming it; the others are kept. A missing API key or a bad setting stops the stage (exit 2)
 before any dialogue is read.
@@ -30,18 +31,19 @@ LEDGER = "turn-segmenter-ledger.jsonl"
 
 def make_stage(config: dict) -> Stage:
     resolved = settings.resolve(config)
-    if resolved["mode"] == "rounds":
-        from .rounds import make_rounds_stage
-        return make_rounds_stage(resolved)
-    state = State(resolved)
+    if resolved["mode"] == "samples":
+        hooks = llm.hook(config).samples_stage(resolved)
+        return Stage("turn-segmenter", __version__, hooks.process, finalize=hooks.finalize, select=hooks.select,
+                     workers=hooks.workers)
+    state = State(resolved, hook=llm.hook(config) if resolved["segmenter"] == "llm" else None)
 
     def check(_c: dict) -> None:
         if state.settings["segmenter"] == "llm":
-            llm.check(state.settings["llm"])
+            llm.check(state.settings["llm"], state.hook)
 
     def setup(_c: dict) -> None:
         if state.settings["segmenter"] == "llm":
-            state.judge = llm.build(state.settings["llm"])
+            state.judge = llm.build(state.settings["llm"], state.hook)
             state.llm_record = llm.settings(state.judge, state.settings["llm"])
 
     def finalize(sctx: StageContext) -> None:

@@ -1,5 +1,2 @@
-"""Static, self-contained HTML pages: the run report, a sample's timeline, compare, leaderboard.
-
-Every page is one file with its styles, scripts, plots (PNG from matplotlib) and audio inlined as
-data URIs, and a Content-Security-Policy that forbids any network request (page.py).
-"""
+"""The orchestrator's own pages: the paired comparison of two runs and the leaderboard of
+archives (the pieces come from duplexeval_common.html; each benchmark renders its run reports)."""

@@ -6,7 +6,7 @@ give the same bytes. Every row links to its archive file.
 
 from __future__ import annotations
 
-from .page import escape, link, page, table
+from duplexeval_common.html.page import escape, link, page, table
 
 
 def _overview(board: dict) -> str:

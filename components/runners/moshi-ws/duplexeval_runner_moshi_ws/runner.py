@@ -262,7 +262,7 @@ class MoshiWSRunner(StreamRunner):
 
     def connect(self, session: Session) -> Connection:
         self.setup()
-        args = self.prof.for_sample(self.args, self.given, session.info.subset)
+        args = self.prof.for_sample(self.args, self.given, session.info.task)
         return _Connection(self, session, query_params(args), args)
 
     def deadline(self, duration_s: float) -> float:

@@ -1,0 +1,211 @@
+"""The parts of a run's HTML report every benchmark's report shares: the run's record and its
+stages' folders read once (RunData), the run and stage tables, the missing samples, a sample's
+audio, words, runner events and stage statuses. A benchmark's report module (its `report` hook:
+`build(store, record, out)`) composes its index and sample pages from these, page.py and
+timeline.py. A piece that is missing or unreadable is named on the page; it never stops the report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.samples import Sample, id_sort_key
+from duplexeval_common.secrets import scrub
+
+from . import timeline
+from .page import Raw, escape, fmt, table
+
+INDEX = "report.html"
+SAMPLES_DIR = "samples"
+MAX_EVENTS = 400  # events listed on a sample page (the rest are counted)
+
+EXTRA_CSS = """<style>
+.outcome{font-weight:600}.note{background:#fff6d5;border:1px solid #e9d48a;padding:.4rem .6rem;margin:.5rem 0}
+figure{display:inline-block;margin:.3rem 1rem .3rem 0}figcaption{font-size:.85rem;color:#556}
+pre{white-space:pre-wrap;font-size:.8rem}
+table.subset td:nth-child(3),table.subset th:nth-child(3){text-align:left}
+""" + timeline.TIMELINE_CSS + "</style>"
+
+
+@dataclass
+class RunData:
+    """A run's record and what its stages hold, read once for the index and every sample page
+    (a benchmark's report adds what it reads of its own files)."""
+    record: dict
+    stage_dirs: dict[str, Path] = field(default_factory=dict)      # stage name -> folder
+    stage_records: dict[str, dict] = field(default_factory=dict)   # stage name -> stage.json
+    metrics: dict | None = None                                   # the aggregate stage's metrics.json
+    tasks: dict[str, str] = field(default_factory=dict)           # sample key -> task (the manifests')
+    problems: list[str] = field(default_factory=list)             # files that could not be read
+
+    @property
+    def order(self) -> list[str]:
+        return [s["name"] for s in self.record.get("stages", [])]
+
+    def find(self, key: str, name: str) -> Path | None:
+        """A sample's file: the last stage of the run that has it (the later stage wins, as
+        duplexeval_common.samples.Inputs merges them)."""
+        for stage in reversed(self.order):
+            d = self.stage_dirs.get(stage)
+            if d is not None:
+                p = d / "samples" / key / name
+                if p.is_file():
+                    return p
+        return None
+
+
+def read_json(path: Path, data: RunData, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        data.problems.append(f"{what}: not readable ({type(exc).__name__}: {str(exc)[:120]})")
+        return None
+
+
+def load(store, record: dict, data: RunData | None = None) -> RunData:
+    """The stages' folders and records, the tasks the manifests give each sample, and the
+    aggregate stage's metrics.json."""
+    data = data or RunData(record)
+    for st in record.get("stages", []):
+        d = store.stage_dir(st["key"])
+        if not (d / "stage.json").is_file():
+            continue
+        data.stage_dirs[st["name"]] = d
+        rec = read_json(d / "stage.json", data, f"{st['name']} stage.json")
+        if isinstance(rec, dict):
+            data.stage_records[st["name"]] = rec
+        if (d / "manifest.json").is_file():
+            doc = read_json(d / "manifest.json", data, f"{st['name']} manifest.json")
+            for row in (doc.get("samples") if isinstance(doc, dict) else None) or []:
+                if isinstance(row, dict) and isinstance(row.get("task"), str):
+                    data.tasks[f"{row.get('subset')}/{row.get('id')}"] = row["task"]
+    agg = data.stage_dirs.get("aggregate")
+    if agg is not None and (agg / "metrics.json").is_file():
+        data.metrics = read_json(agg / "metrics.json", data, "metrics.json")
+    return data
+
+
+def sample_keys(data: RunData, extra: set[str] = frozenset()) -> list[Sample]:
+    """Every sample of the run: those any stage lists, those missing, and `extra` (keys a
+    benchmark's scores name), each with the task its manifest row gives it."""
+    keys = set(extra) | set(data.record.get("missing") or {})
+    for rec in data.stage_records.values():
+        keys |= set(rec.get("samples") or {})
+    out = []
+    for k in keys:
+        subset, sep, sid = str(k).partition("/")
+        try:
+            out.append(Sample(subset, sid, data.tasks.get(str(k))))
+        except DuplexEvalError:
+            data.problems.append(f"sample {str(k)[:80]!r}: not a plain subset/id, left out")
+    return sorted(set(out), key=lambda s: (s.subset, *id_sort_key(s.id)))
+
+
+def page_path(s: Sample) -> str:
+    return f"{SAMPLES_DIR}/{s.subset}/{s.id}.html"
+
+
+def run_table(data: RunData) -> str:
+    r = data.record
+    rows = [(k, r.get(k)) for k in ("model", "dataset", "asr", "judge", "limit", "runtime", "status")]
+    if r.get("reason"):
+        rows.append(("reason", scrub(str(r["reason"]))))
+    if data.metrics:
+        rows.append(("definitions", data.metrics.get("definitions")))
+    stages = [(s.get("name"), s.get("component"), Raw(f"<code>{escape(str(s.get('key', ''))[:12])}</code>"),
+               s.get("status"), s.get("failed_samples", 0)) for s in r.get("stages", [])]
+    return (table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
+            + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
+
+
+def missing_section(data: RunData) -> str:
+    missing = data.record.get("missing") or {}
+    if not missing:
+        return "<p>Every sample is in the metrics.</p>"
+    return (f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
+            + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
+
+
+def audio_file(path: Path | None):
+    """(mono for drawing, the data as read, sample rate) or None; a string names a problem."""
+    if path is None:
+        return None
+    import soundfile as sf
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError, ValueError) as exc:
+        return f"{path.name} is not readable audio ({str(exc)[:100]})"
+    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1)
+    return mono, data, sr
+
+
+def words(data: RunData, path: Path | None, notes: list[str]) -> list[tuple[str, float, float]]:
+    if path is None:
+        return []
+    doc = read_json(path, data, "output.json")
+    try:
+        out = []
+        for c in doc["chunks"]:
+            a, b = c["timestamp"]
+            a = float(a)
+            out.append((str(c.get("text", "")).strip(), a, a if b is None else float(b)))
+        return out
+    except (TypeError, KeyError, ValueError):
+        notes.append("output.json (ASR words) is not in the expected form; words not shown")
+        return []
+
+
+def vad_segments(data: RunData, s: Sample) -> list[tuple[float, float]] | None:
+    """The asr stage's VAD segments of a sample's output (vad.json), or None without one."""
+    p = data.find(s.key, "vad.json")
+    if p is not None:
+        doc = read_json(p, data, f"{s.key} vad.json") or {}
+        try:
+            return [(float(x["start"]), float(x["end"])) for x in doc.get("segments", [])]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            pass
+    return None
+
+
+def events(data: RunData, path: Path | None) -> str:
+    if path is None:
+        return '<p class="muted">No events.jsonl (the runner made none for this sample).</p>'
+    rows, bad = [], 0
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        return f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>'
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+            t = ev.pop("t", None)
+            typ = ev.pop("type", "")
+            rows.append((fmt(t, 3) if isinstance(t, (int, float)) else "-", scrub(str(typ)),
+                         scrub(json.dumps(ev, sort_keys=True, ensure_ascii=False))))
+        except (ValueError, AttributeError):
+            bad += 1
+    out = table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events")
+    if len(rows) > MAX_EVENTS:
+        out += f'<p class="muted">{len(rows) - MAX_EVENTS} more event(s) not listed.</p>'
+    if bad:
+        out += f'<p class="bad">{bad} line(s) of events.jsonl are not JSON objects.</p>'
+    return out
+
+
+def statuses(data: RunData, s: Sample) -> list[tuple]:
+    out = []
+    for name in data.order:
+        rec = data.stage_records.get(name)
+        st = (rec or {}).get("samples", {}).get(s.key)
+        if rec is None:
+            out.append((name, "not run", ""))
+        elif st is None:
+            out.append((name, "-", "not a sample of this stage"))
+        else:
+            out.append((name, st.get("status", "-"), scrub(str(st.get("reason", "")))))
+    return out
