@@ -47,6 +47,11 @@ Extras for tests (none of them in the real server, except where named):
                          model's noise, so an ASR finds words where the reply starts
 --silence-rms X          |sample| above X is speech for the gate (default 0.01)
 --threads N              torch CPU threads (default 1)
+--text-chars N           hostile-input tests: after a session's first audio reply, one 0x02 text frame of N
+                         characters "A" (a model's text piece is a few)
+--oversize-bytes N       hostile-input tests: after a session's first audio reply, one 0x02 frame of N bytes
+                         (over a client's message size limit); --oversize-times K: only the first K sessions
+                         (0: all)
 
 GET /api/sessions        JSON list, one object per session: its query parameters (voice_prompt,
                          text_prompt, seed, ...), frames in, audio/text messages out, settings,
@@ -213,6 +218,23 @@ class DoubleServer:
                     f"{rec['audio_out']} audio messages out")
         return ws
 
+    def _oversize(self, rec: dict) -> bool:
+        a = self.args
+        if not a.oversize_bytes or rec.get("oversized") is not None:
+            return False
+        sent = sum(1 for s in self.sessions if s.get("oversized"))
+        rec["oversized"] = a.oversize_times == 0 or sent < a.oversize_times
+        return rec["oversized"]
+
+    async def _hostile(self, ws: web.WebSocketResponse, rec: dict) -> None:
+        """After the first audio reply of a session: the text frames of --text-chars / --oversize-bytes."""
+        if self.args.text_chars and not rec.get("long_text"):
+            rec["long_text"] = self.args.text_chars
+            await ws.send_bytes(b"\x02" + b"A" * self.args.text_chars)
+        if self._oversize(rec):
+            log(f"session {rec['id']}: sending a text frame of {self.args.oversize_bytes} bytes")
+            await ws.send_bytes(b"\x02" + b"B" * (self.args.oversize_bytes - 1))
+
     def _dies(self, rec: dict) -> bool:
         a = self.args
         if a.die_after_frames is None or rec["frames_in"] < a.die_after_frames:
@@ -282,6 +304,7 @@ class DoubleServer:
                 if len(opus) > 0:
                     await ws.send_bytes(b"\x01" + opus)
                     rec["audio_out"] += 1
+                    await self._hostile(ws, rec)
                 text_token = int(tokens[0, 0, 0])
                 if text_token not in (0, 3):
                     await ws.send_bytes(b"\x02" + f" <{text_token}>".encode("utf8"))
@@ -304,6 +327,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reply-after-silence", type=float, default=None, metavar="S")
     p.add_argument("--reply-wav", default=None, metavar="PATH")
     p.add_argument("--silence-rms", type=float, default=0.01, metavar="X")
+    p.add_argument("--text-chars", type=int, default=0, metavar="N")
+    p.add_argument("--oversize-bytes", type=int, default=0, metavar="N")
+    p.add_argument("--oversize-times", type=int, default=0, metavar="K")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch CPU threads (default 1: steady on a loaded machine)")
     args = p.parse_args(argv)

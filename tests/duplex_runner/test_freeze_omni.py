@@ -292,6 +292,18 @@ def test_a_silent_server_is_bounded_with_a_clear_reason(server, cert):
     assert time.monotonic() - t < 2.0
 
 
+def test_a_message_over_max_message_bytes_fails_the_sample_in_one_line(server, cert):
+    """The double's reply chunks are 160 ms of 24 kHz int16 (7,680 bytes): over a 4,096-byte limit the
+    connection closes and the sample fails with one line naming the limit."""
+    srv = server(reply_delay_s=0.2)
+    with pytest.raises(SessionFailed) as exc:
+        run(FreezeOmniRunner(url=srv.url, ca_file=str(cert[0]), grace_s=0.0, max_message_bytes=4096),
+            talk(("speech", 0.3), ("silence", 1.5)))
+    msg = str(exc.value)
+    assert "a server message was larger than max_message_bytes (4096 bytes)" in msg and "\n" not in msg, msg
+    assert msg.startswith("runner 'freeze-omni': ") and "before the input ended" in msg
+
+
 # --- TLS, credentials, settings ---
 
 def test_the_self_signed_certificate_is_refused_unless_trusted(server, cert, monkeypatch):

@@ -222,6 +222,17 @@ def test_a_lost_connection_before_the_input_ends_fails_the_sample(server, cert, 
     assert reason in msg and "before the input ended" in msg and "\n" not in msg, msg
 
 
+def test_a_message_over_max_message_bytes_fails_the_sample_in_one_line(server, cert):
+    """Reply chunks of 1 s (64 kB of base64) over a 16,384-byte limit: one line naming the limit."""
+    srv = server(chunk_ms=1000)
+    with pytest.raises(SessionFailed) as exc:
+        render(GeminiLiveRunner(**tls_args(srv, cert, grace_s=0.2, max_message_bytes=16384)),
+               talk(("speech", 0.4), ("silence", 2.0)), SR, EventLog())
+    msg = str(exc.value)
+    assert "a server message was larger than max_message_bytes (16384 bytes)" in msg and "\n" not in msg, msg
+    assert KEY not in msg
+
+
 def test_a_connection_closed_after_the_input_ended_keeps_the_output(server, cert):
     srv = server(die_after=12, die_how="close")         # 0.77 s: in the grace window after 0.5 s of input
     log = EventLog()

@@ -224,9 +224,9 @@ def test_a_local_snapshot_loads_through_moshis_loaders_like_the_hub_layout(tmp_p
     ({}, {"MODEL_DIR": ""}, ["no weights", "MODEL_DIR", HINT, "tiny:<seed>"]),
     ({"model_dir": "EMPTY"}, {}, ["has no model.safetensors (the Moshi LM weights)", HINT]),
     ({"model_dir": "tiny:x"}, {}, ["tiny:<seed> needs a non-negative whole number"]),
-    ({"model_dir": "tiny:0", "device": "tpu"}, {}, ["device must be cpu or cuda"]),
+    ({"model_dir": "tiny:0", "device": "tpu"}, {}, ["device must be one of cpu, cuda"]),
     ({"model_dir": "tiny:0", "first_frame": "twice"}, {}, ["first_frame must be one of repeat, skip"]),
-    ({"model_dir": "tiny:0", "top_k": -1}, {}, ["top_k must be a non-negative whole number"]),
+    ({"model_dir": "tiny:0", "top_k": -1}, {}, ["top_k must be an integer >= 0"]),
     ({"model_dir": "tiny:0", "temperature": 1}, {}, ["unknown runner_args temperature"]),
     ({"model_dir": "tiny:0", "profile": "nope"}, {}, ["unknown profile 'nope'", "moshi-server"]),
 ])

@@ -56,6 +56,10 @@ DOUBLES = {  # name: the double's options
     "late": ["--handshake-delay", "1.0"],
     "dies": ["--die-after-frames", "5", "--die-times", "1"],
     "stalls": ["--stall-after-frames", "3"],
+    # hostile servers (still the test double, not a model): one 0x02 text frame of 120,000 characters in
+    # every session; one frame of 100,000 bytes in the first session only
+    "longtext": ["--text-chars", "120000"],
+    "oversize": ["--oversize-bytes", "100000", "--oversize-times", "1"],
 }
 
 
@@ -343,6 +347,42 @@ def test_credentials_in_the_url_reach_the_server_and_no_file(doubles, tmp_path):
     assert rec["settings"]["auth_scheme"] == "basic" and "redacted" in rec["settings"]["url"]
 
 
+# --- hostile servers: a huge text frame, a frame over the size limit ---
+
+def test_a_huge_text_frame_is_kept_capped_and_costs_no_time(doubles, tmp_path):
+    """The longtext double sends one 0x02 frame of 120,000 "A"s per session: the stage takes about as
+    long as against the plain double, and events.jsonl keeps the first 4,000 characters and a marker."""
+    from duplexeval_runner.events import MAX_TEXT_CHARS
+    times = {}
+    for name in ("plain", "longtext"):
+        t = time.monotonic()
+        code, stage, out = stage_run(tmp_path, name, {"url": doubles[name].url, "server_seed": 7})
+        times[name] = time.monotonic() - t
+        assert code == 0, stage["samples"]
+    for key in SAMPLES:
+        d = sample_dir(out, key)
+        texts = [e["text"] for e in read_jsonl(d / "events.jsonl") if e["type"] == "text"]
+        (long,) = [x for x in texts if x.startswith("AAAA")]
+        assert long == "A" * MAX_TEXT_CHARS + f"…[truncated {120000 - MAX_TEXT_CHARS} characters]"
+        assert (d / "events.jsonl").stat().st_size < 100_000
+    # uncapped, writing that one text (every string is scrubbed of secrets) took minutes
+    assert times["longtext"] < 1.5 * times["plain"] + 5.0, times
+
+
+def test_a_frame_over_the_size_limit_fails_that_sample_in_one_line(doubles, tmp_path):
+    """The oversize double sends a 100,000-byte frame in its first session only: with max_message_bytes
+    65536 that sample fails with one line naming the limit, the other completes."""
+    code, stage, out = stage_run(tmp_path, "oversize", {"url": doubles["oversize"].url,
+                                                        "max_message_bytes": 65536})
+    first, second = (stage["samples"][f"{s}/{i}"] for s, i in SAMPLES)
+    assert code == 1 and first["status"] == "failed" and second["status"] == "ok", stage["samples"]
+    reason = first["reason"]
+    assert "a server message was larger than max_message_bytes (65536 bytes)" in reason, reason
+    assert "\n" not in reason and reason.startswith("runner 'moshi-ws': ")
+    x = SAMPLES[("x_turn_taking", "2")]
+    assert sf.info(str(sample_dir(out, ("x_turn_taking", "2")) / "output.wav")).frames == len(x)
+
+
 # --- settings, without a server ---
 
 def test_urls():
@@ -366,7 +406,7 @@ def test_urls():
     ({"url": "http://h:1", "query": {"a": [1]}}, "must be a string or a number"),
     ({"url": "http://h:1", "server_seed": "7"}, "server_seed must be an integer"),
     ({"url": "http://h:1", "settings": [1]}, "settings must be a JSON object"),
-    ({"url": "http://h:1", "open_timeout_s": 0}, "open_timeout_s must be a positive number"),
+    ({"url": "http://h:1", "open_timeout_s": 0}, "open_timeout_s must be a number > 0"),
     ({"url": "http://h:1", "ca_file": "/nonexistent.pem"}, "is not a file"),
     ({"url": "http://h:1", "profile": "nope"}, "unknown profile 'nope'"),
     ({"url": "http://h:1", "colour": 1}, "unknown runner_args colour"),

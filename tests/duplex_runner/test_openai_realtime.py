@@ -270,6 +270,18 @@ def test_a_session_refused_or_stuck_before_the_clock_fails_with_the_reason(serve
     assert expect in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_message_over_max_message_bytes_fails_the_sample_in_one_line(server, key):
+    """Audio deltas of 500 ms (32 kB of JSON) over a 16,384-byte limit: the sample fails with one line
+    naming the limit (the SDK's own default has no limit at all)."""
+    srv = server(chunk_ms=500)
+    with pytest.raises(SessionFailed) as e:
+        render(OpenAIRealtimeRunner(url=srv.url, max_message_bytes=16384, grace_s=0.5),
+               talk(("speech", 0.5), ("silence", 2.5)), SR, EventLog())
+    msg = str(e.value)
+    assert "a server message was larger than max_message_bytes (16384 bytes)" in msg and "\n" not in msg, msg
+    assert KEY not in msg
+
+
 def test_an_error_then_close_fails_the_sample_with_the_servers_message(server, key):
     srv = server(die_at_s=0.4, die_how="error")
     with pytest.raises(SessionFailed) as e:

@@ -33,6 +33,7 @@ from duplexeval_common.wavio import resample
 from .events import EventLog
 from .protocol import (DRIFT_LIMIT_MS, OfflineRunner, SampleInfo, Session, SessionFailed,
                        StepRunner, StreamRunner)
+from .settings import whole_samples
 
 CLOSE_TIMEOUT_S = 5.0
 
@@ -42,12 +43,12 @@ class RunnerFailed(DuplexEvalError):
 
 
 def frame_samples(runner: Any, sr: int) -> int:
-    n = runner.frame_ms * sr / 1000.0 if isinstance(runner.frame_ms, (int, float)) else 0.0
-    if not (isinstance(runner.frame_ms, (int, float)) and runner.frame_ms > 0) or abs(n - round(n)) > 1e-6 \
-            or round(n) < 1:
+    """Samples per frame at `sr` (settings.whole_samples, the rule a `frame_ms` setting is checked by)."""
+    n = whole_samples(runner.frame_ms, sr)
+    if n is None:
         raise DuplexEvalError(f"runner {runner.name!r}: frame_ms {runner.frame_ms!r} is not a whole number "
                               f"of samples at {sr} Hz")
-    return int(round(n))
+    return n
 
 
 def check_audio(runner: Any, y: Any, what: str) -> np.ndarray:

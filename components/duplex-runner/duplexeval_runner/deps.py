@@ -5,6 +5,14 @@ checks its packages when it is built (before any sample runs) and imports
 them only through `require`/`import_module` here, so a missing one stops the
 stage with one line that says what to install. Model files are recorded in
 runner.json by package version and sha256, hashed once per process.
+
+A hint names versions only through `pip_hint`, which reads them from the runner
+package's own requirements.txt (its pins live there and nowhere else). That file
+is in the source tree (components/runners/<name>/requirements.txt, next to the
+package folder, where the editable install of `make setup` runs from); a runner
+image installs the package into site-packages without it, and there the hint
+names the packages unpinned and says where the pins are (an image has them
+installed anyway: its requirements were installed from that file).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +39,42 @@ def hint(module: str) -> str:
         from .registry import load_hints
         load_hints()
     return HINTS.get(module) or HINTS.get(module.split(".")[0]) or optional.fallback_hint(module)
+
+
+def _norm(dist: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+@functools.lru_cache(maxsize=None)
+def _pins(req: str) -> dict[str, str]:
+    """{normalised name: version} of the `name==version` lines of a requirements file."""
+    out = {}
+    for line in Path(req).read_text().splitlines():
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)", line)
+        if m:
+            out[_norm(m.group(1))] = m.group(2)
+    return out
+
+
+def requirements_file(anchor: str) -> Path | None:
+    """The requirements.txt of the runner package a module file (`__file__`) belongs to, in the
+    source tree (the folder above the package holds it and pyproject.toml); None elsewhere (an image)."""
+    root = Path(anchor).resolve().parent.parent
+    req = root / "requirements.txt"
+    return req if req.is_file() and (root / "pyproject.toml").is_file() else None
+
+
+def pip_hint(anchor: str, dists: list[str], no_deps: bool = False) -> str:
+    """`pip install -c constraints.txt a==1.0 b==2.0`: the distributions with the versions their
+    runner package's requirements.txt pins (found from `anchor`, a module's __file__); without that
+    file (an installed image) the names unpinned, with where the pins are. `no_deps`: a package
+    installed with --no-deps (its declared dependencies are not used)."""
+    req = requirements_file(anchor)
+    pins = _pins(str(req)) if req is not None else {}
+    named = [f"{d}=={pins[_norm(d)]}" if _norm(d) in pins else d for d in dists]
+    head = "pip install --no-deps" if no_deps else "pip install -c constraints.txt"
+    where = "" if req is not None else " (the versions pinned in the runner package's requirements.txt)"
+    return f"{head} {' '.join(named)}{where}"
 
 
 has_module = optional.has_module

@@ -7,6 +7,11 @@ saw it, so compute time and drift can be read off the log.
 
 `stats` collects per-sample numbers a runner wants in runner.json; keep them
 deterministic for deterministic runners (wall-clock numbers belong in the log).
+
+No text is kept whole past MAX_TEXT_CHARS: every string in an event (a server's text piece, an
+error's reason, a nested field, a key) is cut there and marked `…[truncated N characters]`
+(`cap_text`), so a server sending one huge text frame cannot fill events.jsonl or slow down the
+writing of it (every string written is scrubbed of secrets, which costs more the longer it is).
 """
 
 from __future__ import annotations
@@ -18,6 +23,14 @@ from typing import Any, Callable
 from duplexeval_common import schemas
 
 SCHEMA = "runner-event"
+MAX_TEXT_CHARS = 4000  # the most of any one text an event keeps
+
+
+def cap_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """`text`, or its first `limit` characters and `…[truncated N characters]` (N: those dropped)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[truncated {len(text) - limit} characters]"
 
 
 class EventLog:
@@ -53,9 +66,11 @@ class EventLog:
 
 
 def _plain(v: Any) -> Any:
-    """numpy scalars and tuples to JSON values; floats rounded to microseconds."""
+    """numpy scalars and tuples to JSON values; floats rounded to microseconds; texts capped."""
     if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
         v = v.item()
+    if isinstance(v, str):
+        return cap_text(v)
     if isinstance(v, float):
         return round(v, 6)
     if isinstance(v, tuple):
@@ -63,5 +78,5 @@ def _plain(v: Any) -> Any:
     if isinstance(v, list):
         return [_plain(x) for x in v]
     if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {cap_text(str(k)): _plain(x) for k, x in v.items()}
     return v

@@ -3,9 +3,12 @@
 A client runner (freeze-omni, moshi-ws, openai-realtime, gemini-live) reaches a model server over
 HTTP(S) or WebSocket. The parts every one of them needs are here, once:
 
-- settings: `url` (runner_args, else $MODEL_URL), `insecure` (runner_args, else $MODEL_INSECURE
-  read as 1/0), `ca_file` (runner_args, else $MODEL_CA; it must be a file), number checks. A bad
-  value is a one-line DuplexEvalError naming the runner;
+- settings, declared once (settings.py `Setting`s) and read the same way by every network runner:
+  `url` (runner_args, else $MODEL_URL), `insecure` (runner_args, else $MODEL_INSECURE read as 1/0),
+  `ca_file` (runner_args, else $MODEL_CA; it must be a file) (`endpoint_settings`, `endpoint`), and
+  `max_message_bytes`, the largest message a server may send (`message_limit`; a larger one fails
+  the sample with `too_big_reason`, which `too_big` recognises in the client library's exception).
+  A bad value is a one-line DuplexEvalError naming the runner;
 - `parse_url`: a URL split into what may be logged (scheme, host, port, path) and its userinfo,
   turned into a Basic `Authorization` header and the secret to scrub from every message;
 - `ssl_context`: accept any certificate (insecure), trust one pinned PEM, or the system CAs;
@@ -35,8 +38,9 @@ import numpy as np
 from duplexeval_common import secrets
 from duplexeval_common.errors import DuplexEvalError
 
+from .settings import FALSE, TRUE, Setting, from_env, path_problem
+
 URL_ENV, INSECURE_ENV, CA_ENV = "MODEL_URL", "MODEL_INSECURE", "MODEL_CA"
-TRUE, FALSE = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
 # What a certificate failure tells the user to do (the runner_args and the environment variables).
 CERT_HOW = (f"pass runner_args ca_file (or {CA_ENV}) with the server's certificate, or insecure "
             f"(or {INSECURE_ENV}=1)")
@@ -51,7 +55,7 @@ def fail(runner: str, msg: str) -> DuplexEvalError:
 # -- settings ---------------------------------------------------------------------------------------
 
 def is_number(v: Any) -> bool:
-    """A finite int or float (a bool is not a number here)."""
+    """A finite int or float (a bool is not a number here): for values read from a server."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -60,9 +64,44 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def from_env(value: Any, env: str) -> Any:
-    """`value` when given (not None), else the environment variable's stripped value (None when unset or blank)."""
-    return value if value is not None else os.environ.get(env, "").strip() or None
+def endpoint_settings(url_about: str) -> tuple[Setting, ...]:
+    """`url`, `insecure`, `ca_file`: the endpoint settings of a network runner (`url_about` says what
+    its URL looks like). Each is read from its environment variable when null (`endpoint`)."""
+    return (Setting("url", str, None, url_about, env=URL_ENV),
+            Setting("insecure", bool, None, "accept any TLS certificate (unverified)", env=INSECURE_ENV),
+            Setting("ca_file", str, None, "verify TLS against this PEM certificate instead of the system CAs",
+                    env=CA_ENV, path="file"))
+
+
+def message_limit(default: int) -> Setting:
+    """`max_message_bytes`: the largest message the server may send; a larger one fails the sample."""
+    return Setting("max_message_bytes", int, default, "the largest message the server may send, in bytes; a "
+                   "larger one fails the sample (one line naming this limit)", ge=1, le=2**30)
+
+
+def too_big_reason(limit: int) -> str:
+    return f"a server message was larger than max_message_bytes ({limit} bytes)"
+
+
+def too_big(exc: BaseException | None) -> bool:
+    """Whether exc, or anything behind it, says a received message passed this client's size limit:
+    websockets' PayloadTooBig or the 1009 close it sent for one, aiohttp's WebSocketError 1009."""
+    for e in causes(exc) if exc is not None else []:
+        if type(e).__name__ == "PayloadTooBig":
+            return True
+        if getattr(getattr(e, "sent", None), "code", None) == 1009:  # websockets ConnectionClosed
+            return True
+        if type(e).__name__ == "WebSocketError" and getattr(e, "code", None) == 1009:  # aiohttp
+            return True
+    return False
+
+
+def endpoint(runner: str, args: dict, example: str | None = None,
+             default: str | None = None) -> tuple[str | None, bool, str | None]:
+    """(url, insecure, ca_file) from the endpoint settings or their environment variables: the URL
+    is required when `example` is given (the error shows it), else `default` (None: none)."""
+    url = url_setting(runner, args["url"], example)
+    return (default if url is None else url), flag(runner, args["insecure"]), ca_file(runner, args["ca_file"])
 
 
 def url_setting(runner: str, value: Any, example: str | None = None) -> str | None:
@@ -93,8 +132,9 @@ def flag(runner: str, value: Any, env: str = INSECURE_ENV, name: str = "insecure
 def ca_file(runner: str, value: Any, env: str = CA_ENV) -> str | None:
     """runner_args `ca_file`, else $MODEL_CA: the absolute path of an existing file, or None."""
     ca = from_env(value, env)
-    if ca is not None and (not isinstance(ca, str) or not os.path.isfile(ca)):
-        raise fail(runner, f"ca_file {ca!r} is not a file")
+    problem = path_problem("ca_file", ca, "file") if ca is not None else None
+    if problem:
+        raise fail(runner, problem)
     return os.path.abspath(ca) if ca else None
 
 

@@ -6,10 +6,12 @@ A runner package keeps them in `<package>/profiles/<name>.json`:
      "defaults": {<runner_args>...},
      "by_task": {"user_interruption": {<runner_args>...}}}
 
-`defaults` sit between the runner's own DEFAULTS and the user's runner_args; `by_task`
-overrides them for samples of one task (the task the sample's dataset declares; e.g. the
-Full-Duplex-Bench scripts' per-task prompts), except where the user set that argument. The file's name, sha256 and values go to
-runner.json (`profile`).
+`defaults` sit between the runner's own defaults (its SETTINGS, settings.py) and the user's
+runner_args; `by_task` overrides them for samples of one task (the task the sample's dataset
+declares; e.g. the Full-Duplex-Bench scripts' per-task prompts), except where the user set that
+argument. Their names and values are checked against the runner's declaration when it is built
+(`Spec.resolve`), every task's included. The file's name, sha256 and values go to runner.json
+(`profile`).
 """
 
 from __future__ import annotations
@@ -37,20 +39,6 @@ class Profile:
     def record(self) -> dict:
         return {"name": self.name, "file": self.file, "sha256": self.sha256, "about": self.about,
                 "source": self.source, "defaults": self.defaults, "by_task": self.by_task}
-
-    def resolve(self, runner: str, defaults: dict, given: dict) -> dict:
-        """DEFAULTS <- the profile's defaults <- given; unknown names are one-line errors."""
-        typo = sorted(set(given) - set(defaults))
-        if typo:
-            raise DuplexEvalError(f"runner {runner!r}: unknown runner_args {', '.join(typo)} "
-                                  f"(known: profile, {', '.join(sorted(defaults))})")
-        unknown = sorted(set(self.defaults) - set(defaults))
-        for task, over in self.by_task.items():
-            unknown += [f"{task}.{k}" for k in sorted(set(over) - set(defaults))]
-        if unknown:
-            raise DuplexEvalError(f"runner {runner!r}: profile {self.name!r} sets unknown runner_args "
-                                  f"{', '.join(unknown)}")
-        return {**defaults, **self.defaults, **given}
 
     def for_sample(self, args: dict, given: dict, task: str | None) -> dict:
         """args with the profile's overrides for the sample's task (not where the user set one)."""
@@ -82,11 +70,4 @@ def load(package: str, runner: str, name: str) -> Profile:
     return Profile(name, f"{package}/profiles/{name}.json", hashlib.sha256(raw).hexdigest(),
                    data.get("defaults", {}), data.get("by_task", {}), data.get("about", ""),
                    data.get("source", ""))
-
-
-def resolve(runner: str, package: str, defaults: dict, given: dict, default_profile: str) -> tuple[dict, Profile]:
-    """A runner's args from its profile (`profile` arg, else default_profile) and `given`."""
-    given = dict(given)
-    prof = load(package, runner, given.pop("profile", None) or default_profile)
-    return prof.resolve(runner, defaults, given), prof
 

@@ -41,8 +41,10 @@ GT history (history.wav).
 Every runner: `name`, `clock`, `in_sr` / `out_sr` (None: the input's rate), `setup()` (load
 models once; cheap when called again), `settings()` and `models()` (recorded in
 runner.json), `deterministic` (the output depends only on input, settings and seed: the
-event log then carries no wall times). It is built as `cls(seed=seed, **runner_args)`;
-`resolve_args` turns an unknown argument into a one-line error.
+event log then carries no wall times), `SETTINGS` (its runner_args, declared: settings.py). It is
+built as `cls(seed=seed, **runner_args)` and takes its arguments with
+`self.args, profile = self.SETTINGS.resolve(self.name, runner_args)`, which checks every name and
+value (one line for the first problem).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import numpy as np
 from duplexeval_common.errors import DuplexEvalError
 
 from .events import EventLog
+from .settings import Spec
 from .timeline import TimelineBuffer
 
 CLOCKS = ("lockstep", "realtime", "simulated")
@@ -137,6 +140,7 @@ class BaseRunner:
     in_sr: int | None = None
     out_sr: int | None = None
     profile: dict | None = None  # the profile file's record (profiles.py), when the runner has one
+    SETTINGS: Spec = Spec()  # its runner_args (settings.py): none unless it declares some
     # How a round's GT history reaches the runner (HISTORY_MODES; rounds.py): "replayed" runs the
     # runner over the history as over any input, its output there replaced by the GT.
     history: str = "replayed"
@@ -218,15 +222,6 @@ class OfflineRunner(BaseRunner):
 
     def run(self, user: np.ndarray, sr: int, *, log: EventLog, info: SampleInfo) -> np.ndarray:
         raise NotImplementedError
-
-
-def resolve_args(runner: str, defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """Defaults overridden by `given`; an unknown name is a one-line error."""
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise DuplexEvalError(f"runner {runner!r}: unknown runner_args {', '.join(unknown)} "
-                              f"(known: {', '.join(sorted(defaults))})")
-    return {**defaults, **given}
 
 
 def history_mode(runner: Any) -> str:

@@ -7,7 +7,7 @@ once per stage (argument and dependency checks) and loads its models on the firs
 that needs them, so a resumed stage whose samples are all done loads nothing; only the
 samples that failed run again.
 
-`runner_args` the core takes for itself (CORE_ARGS, never passed to the runner):
+`runner_args` the core takes for itself (CORE, declared as settings.py Settings; never passed to the runner):
 `concurrency`, how many samples run at once (network runners: one session each; default 1), and
 `drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20).
 A round sample of a multi-round benchmark (round.json + history.wav; rounds.py) is run the same
@@ -37,10 +37,17 @@ from .clocks import frame_samples, prepare_for_realtime
 from .harness import render
 from .protocol import DRIFT_LIMIT_MS, history_mode, kind_of
 from .registry import RUNNERS, requires
+from .settings import Setting, Spec
 
 COMPONENT = "duplex-runner"
 DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}}
-CORE_ARGS: dict[str, Any] = {"concurrency": 1, "drift_limit_ms": DRIFT_LIMIT_MS}
+# The runner_args the core takes for itself (never passed to the runner), declared like a runner's.
+CORE = Spec(
+    Setting("concurrency", int, 1, "samples at once, one session each (network runners only)", ge=1, le=256,
+            operational=True),
+    Setting("drift_limit_ms", float, DRIFT_LIMIT_MS, "realtime clock: the send drift past which a sample is "
+            "ineligible, in ms", gt=0, le=10000),
+)
 _SETUP = threading.Lock()
 
 
@@ -55,15 +62,10 @@ def resolve_config(config: dict) -> dict:
         raise DuplexEvalError("config: runner_args must be an object")
     if cfg["seed"] is not None and (not isinstance(cfg["seed"], int) or isinstance(cfg["seed"], bool)):
         raise DuplexEvalError("config: seed must be an integer or null")
-    core = {k: cfg["runner_args"].get(k, v) for k, v in CORE_ARGS.items()}
-    n = core["concurrency"]
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 256:
-        raise DuplexEvalError(f"runner_args concurrency must be a whole number from 1 to 256 (got {n!r})")
-    lim = core["drift_limit_ms"]
-    if not isinstance(lim, (int, float)) or isinstance(lim, bool) or not 0 < lim <= 10000:
-        raise DuplexEvalError(f"runner_args drift_limit_ms must be a number of milliseconds above 0 (got {lim!r})")
+    core = {**CORE.defaults(), **{k: v for k, v in cfg["runner_args"].items() if k in CORE}}
+    CORE.check(f"runner {cfg['runner']!r}", core)
     cfg["core"] = core
-    cfg["runner_args"] = {k: v for k, v in cfg["runner_args"].items() if k not in CORE_ARGS}
+    cfg["runner_args"] = {k: v for k, v in cfg["runner_args"].items() if k not in CORE}
     return cfg
 
 

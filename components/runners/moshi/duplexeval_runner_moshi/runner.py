@@ -67,8 +67,9 @@ import numpy as np
 
 from duplexeval_common.errors import DuplexEvalError
 
-from duplexeval_runner import deps, profiles
-from duplexeval_runner.protocol import Session, StepRunner, resolve_args
+from duplexeval_runner import deps
+from duplexeval_runner.protocol import Session, StepRunner
+from duplexeval_runner.settings import Setting, Spec, from_env
 
 from . import tiny
 
@@ -90,24 +91,24 @@ FIRST_FRAME = ("repeat", "skip")
 DTYPES = ("bfloat16", "float16", "float32")
 
 # The runner's own defaults; the profile (profiles/moshi.json) sets LMGen's sampling values.
-DEFAULTS: dict[str, Any] = {
-    "model_dir": None,      # local snapshot folder, or "tiny:<seed>"; None: $MODEL_DIR
-    "device": None,         # "cpu" | "cuda"; None: cuda when available
-    "dtype": None,          # None: bfloat16 on cuda, float32 on cpu
-    "temp": 0.8,            # LMGen(temp=...), audio tokens
-    "temp_text": 0.7,
-    "top_k": 250,
-    "top_k_text": 25,
-    "use_sampling": True,
-    "cfg_coef": 1.0,
-    "first_frame": "repeat",  # "repeat" (run_inference.py) | "skip" (server.py)
-    "warmup_frames": 4,     # frames of silence through the model in setup() (no sample sees them)
-    "threads": None,        # torch.set_num_threads on cpu; None: torch's default
-}
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+SETTINGS = Spec(
+    Setting("model_dir", str, None, f"a local snapshot folder of {REPO}, or `tiny:<seed>` (the random-weight "
+            "test model)", env=MODEL_DIR_ENV, path="any"),
+    Setting("device", str, None, "where the model runs (null: cuda when available)", choices=("cpu", "cuda")),
+    Setting("dtype", str, None, "null: bfloat16 on cuda, float32 on cpu", choices=DTYPES),
+    Setting("temp", float, 0.8, "LMGen temperature of the audio tokens", ge=0, le=100),
+    Setting("temp_text", float, 0.7, "LMGen temperature of the text tokens", ge=0, le=100),
+    Setting("top_k", int, 250, "LMGen top-k of the audio tokens", ge=0),
+    Setting("top_k_text", int, 25, "LMGen top-k of the text tokens", ge=0),
+    Setting("use_sampling", bool, True, "LMGen samples (false: greedy)"),
+    Setting("cfg_coef", float, 1.0, "LMGen classifier-free guidance coefficient", ge=0, le=100),
+    Setting("first_frame", str, "repeat", "repeat: the first frame's codes stepped twice (run_inference.py); "
+            "skip: server.py's first frame (output frame 0 is zeros)", choices=FIRST_FRAME),
+    Setting("warmup_frames", int, 4, "frames of silence through the model in setup() (no sample sees them)",
+            ge=0, le=1000),
+    Setting("threads", int, None, "torch.set_num_threads on cpu (null: torch's default)", ge=1),
+    package=PACKAGE, profile="moshi",
+)
 
 
 def _fail(msg: str) -> DuplexEvalError:
@@ -185,19 +186,17 @@ class MoshiRunner(StepRunner):
     out_sr = SR
     frame_ms = 80.0
     deterministic = True  # updated in setup(): seeded and on cpu
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        resolve_args(self.name, {**DEFAULTS, "profile": None}, args)  # an unknown name: one line
-        a, prof = profiles.resolve(NAME, PACKAGE, DEFAULTS, args, "moshi")
+        a, prof = self.SETTINGS.resolve(NAME, args)
         self.profile = prof.record()
         given = {k for k in args if k != "profile"}
         self.seed = seed
-        spec = a["model_dir"] if a["model_dir"] is not None else os.environ.get(MODEL_DIR_ENV, "").strip() or None
+        spec = from_env(a["model_dir"], MODEL_DIR_ENV)
         if spec is None:
             raise _fail(f"no weights: set runner_args model_dir or ${MODEL_DIR_ENV} to a local snapshot of {REPO} "
                         f"(`{HOW_TO_GET}`), or to tiny:<seed> for the random-weight test model")
-        if not isinstance(spec, str):
-            raise _fail("model_dir must be a string (a folder, or tiny:<seed>)")
         self.tiny_seed: int | None = None
         self.checkpoint: Checkpoint | None = None
         try:
@@ -211,23 +210,6 @@ class MoshiRunner(StepRunner):
                             f"`{HOW_TO_GET.replace('DIR', spec)}`")
             self.checkpoint = Checkpoint(folder.resolve())
         self.model_dir = spec if self.tiny_seed is not None else str(self.checkpoint.folder)
-        if a["device"] not in (None, "cpu", "cuda"):
-            raise _fail(f"device must be cpu or cuda (got {a['device']!r})")
-        if a["dtype"] not in (None, *DTYPES):
-            raise _fail(f"dtype must be one of {', '.join(DTYPES)} (got {a['dtype']!r})")
-        if a["first_frame"] not in FIRST_FRAME:
-            raise _fail(f"first_frame must be one of {', '.join(FIRST_FRAME)} (got {a['first_frame']!r})")
-        for key in ("temp", "temp_text", "cfg_coef"):
-            if not _number(a[key]) or a[key] < 0:
-                raise _fail(f"{key} must be a non-negative number (got {a[key]!r})")
-        for key in ("top_k", "top_k_text", "warmup_frames"):
-            if not isinstance(a[key], int) or isinstance(a[key], bool) or a[key] < 0:
-                raise _fail(f"{key} must be a non-negative whole number (got {a[key]!r})")
-        if not isinstance(a["use_sampling"], bool):
-            raise _fail("use_sampling must be true or false")
-        if a["threads"] is not None and (not isinstance(a["threads"], int) or isinstance(a["threads"], bool)
-                                         or a["threads"] < 1):
-            raise _fail(f"threads must be a positive whole number or null (got {a['threads']!r})")
         # LMGen's arguments: the profile's, then the checkpoint's lm_gen_config (as run_inference.py
         # passes it), then what the user set.
         gen = {k: a[k] for k in SAMPLING}

@@ -1,6 +1,10 @@
-"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported)."""
+"""The runners this package registers (entry point `duplexeval.runners`; nothing heavy imported).
 
-_PIP = "pip install -c constraints.txt openai==3.57.0 websockets==15.0.1"
+Install hints carry the versions of this package's requirements.txt (deps.pip_hint)."""
+
+from duplexeval_runner.deps import pip_hint
+
+_PIP = pip_hint(__file__, ["openai", "websockets"])
 HINTS = {"openai": _PIP, "websockets": _PIP}
 
 RUNNERS = [

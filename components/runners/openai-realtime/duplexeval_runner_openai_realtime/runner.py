@@ -59,9 +59,11 @@ import numpy as np
 from duplexeval_common import secrets
 from duplexeval_common.errors import DuplexEvalError
 
-from duplexeval_runner import deps, net, profiles
-from duplexeval_runner.net import URL_ENV, from_pcm16, to_pcm16
-from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner, resolve_args
+from duplexeval_runner import deps, net
+from duplexeval_runner.events import cap_text
+from duplexeval_runner.net import from_pcm16, to_pcm16
+from duplexeval_runner.protocol import Connection, Session, SessionFailed, StreamRunner
+from duplexeval_runner.settings import Setting, Spec, frame_ms
 
 NAME = "openai-realtime"
 PACKAGE = "duplexeval_runner_openai_realtime"
@@ -71,25 +73,42 @@ DEFAULT_URL = "wss://api.openai.com/v1"
 
 SERVER_VAD = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500,
               "create_response": True, "interrupt_response": True}
-DEFAULTS: dict[str, Any] = {
-    "url": None,                 # ws(s)://host[:port]/v1; None: $MODEL_URL, else wss://api.openai.com/v1
-    "insecure": None,            # wss: accept any certificate; None: $MODEL_INSECURE
-    "ca_file": None,             # wss: verify against this PEM; None: $MODEL_CA (or the system CAs)
-    "model": "gpt-realtime",
-    "voice": "alloy",
-    "instructions": None,        # None: the server's own instructions
-    "output_modalities": ["audio"],
-    "turn_detection": SERVER_VAD,
-    "noise_reduction": None,     # None, "near_field" or "far_field"
-    "max_output_tokens": None,   # None: the server's default ("inf")
-    "frame_ms": 20,
-    "grace_s": 3.0,
-    "open_timeout_s": 10.0,      # connect + session.update -> session.updated
-    "finish_timeout_s": 5.0,     # after the last frame, for a response still in progress
+_RESPONSES = (Setting("create_response", bool, True, "the server answers each turn"),
+              Setting("interrupt_response", bool, True, "the user's speech cancels a response (barge-in)"))
+_MS = {"ge": 0, "null": True}
+TURN_DETECTION = {
+    "server_vad": (Setting("threshold", float, 0.5, "speech probability", ge=0, le=1),
+                   Setting("prefix_padding_ms", int, 300, "audio kept before speech, in ms", **_MS),
+                   Setting("silence_duration_ms", int, 500, "silence that ends a turn, in ms", **_MS),
+                   Setting("idle_timeout_ms", int, None, "a turn after this much silence, in ms", **_MS),
+                   *_RESPONSES),
+    "semantic_vad": (Setting("eagerness", str, "auto", "how soon a turn ends",
+                             choices=("low", "medium", "high", "auto")),
+                     *_RESPONSES),
 }
-_VAD_KEYS = {"server_vad": {"type", "threshold", "prefix_padding_ms", "silence_duration_ms", "create_response",
-                            "interrupt_response", "idle_timeout_ms"},
-             "semantic_vad": {"type", "eagerness", "create_response", "interrupt_response"}}
+SETTINGS = Spec(
+    *net.endpoint_settings("ws(s)://host[:port]/v1 (http(s) taken as ws(s)), no credentials: the key is "
+                           f"{KEY_ENV}; null and no $MODEL_URL: {DEFAULT_URL}"),
+    Setting("model", str, "gpt-realtime", "the model query parameter and session.model", nonempty=True),
+    Setting("voice", (str, dict), "alloy", "the voice", expect='a voice name such as alloy, or {"id": a custom '
+            'voice id}', check=lambda v: (isinstance(v, str) and bool(v.strip()))
+            or (isinstance(v, dict) and set(v) == {"id"} and isinstance(v["id"], str))),
+    Setting("instructions", str, None, "the session's instructions (null: the server's own)"),
+    Setting("output_modalities", list, ["audio"], "what the model answers with", choices=(["audio"], ["text"])),
+    Setting("turn_detection", dict, SERVER_VAD, "the server's turn detection (manual turns, null, are not driven "
+            "by this runner)", fields=TURN_DETECTION),
+    Setting("noise_reduction", str, None, "input noise reduction (null: none)", choices=("near_field", "far_field")),
+    Setting("max_output_tokens", int, None, "the longest response (null: the server's default, \"inf\")", ge=1,
+            le=4096, also=("inf",)),
+    frame_ms(20, SR, "frame length, in ms (one input_audio_buffer.append each)"),
+    Setting("grace_s", float, 3.0, "silence sent after the input, in seconds (the server VAD ends the last turn)",
+            ge=0),
+    Setting("open_timeout_s", float, 10.0, "connect and session.update until session.updated, in seconds", gt=0),
+    Setting("finish_timeout_s", float, 5.0, "after the last frame, the wait for a response still in progress, in "
+            "seconds", ge=0),
+    net.message_limit(16 * 2**20),
+    package=PACKAGE, profile="openai-realtime",
+)
 # Server events the runner reads no further than counting them (stats `server_events`).
 _QUIET = {"conversation.item.added", "conversation.item.done", "conversation.item.created",
           "conversation.item.retrieved", "response.output_item.added", "response.output_item.done",
@@ -121,38 +140,16 @@ def ws_url(url: str) -> str:
     return urlunsplit((scheme, u.raw_netloc, u.path, u.query, ""))
 
 
-def check_turn_detection(td: Any) -> dict:
-    if not isinstance(td, dict) or td.get("type") not in _VAD_KEYS:
-        raise _fail("turn_detection must be an object with type server_vad or semantic_vad (manual turns, "
-                    "turn_detection null, are not driven by this runner)")
-    unknown = sorted(set(td) - _VAD_KEYS[td["type"]])
-    if unknown:
-        raise _fail(f"turn_detection {td['type']} does not take {', '.join(unknown)} "
-                    f"(known: {', '.join(sorted(_VAD_KEYS[td['type']]))})")
-    for k in ("create_response", "interrupt_response"):
-        if k in td and not isinstance(td[k], bool):
-            raise _fail(f"turn_detection.{k} must be true or false")
-    if "threshold" in td and not (net.is_number(td["threshold"]) and 0 <= td["threshold"] <= 1):
-        raise _fail("turn_detection.threshold must be a number from 0 to 1")
-    for k in ("prefix_padding_ms", "silence_duration_ms", "idle_timeout_ms"):
-        v = td.get(k)
-        if v is not None and not (net.is_int(v) and v >= 0):
-            raise _fail(f"turn_detection.{k} must be a whole number of ms >= 0")
-    if "eagerness" in td and td["eagerness"] not in ("low", "medium", "high", "auto"):
-        raise _fail("turn_detection.eagerness must be low, medium, high or auto")
-    return dict(td)
-
-
 class OpenAIRealtimeRunner(StreamRunner):
     name = NAME
     history = "replayed"  # see the module docstring (multi-round samples)
     clock = "realtime"
     in_sr = SR
     out_sr = SR
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        resolve_args(NAME, {**DEFAULTS, "profile": None}, args)  # an unknown name is a one-line error
-        a, prof = profiles.resolve(NAME, PACKAGE, DEFAULTS, args, "openai-realtime")
+        a, prof = self.SETTINGS.resolve(NAME, args)
         self.args, self.profile = a, prof.record()
         self.seed = seed  # sampling happens on the server; the GA API takes no seed
         key = os.environ.get(KEY_ENV, "").strip()
@@ -160,37 +157,10 @@ class OpenAIRealtimeRunner(StreamRunner):
             raise _fail(f"no API key: set the environment variable {KEY_ENV} (keys are read from the "
                         "environment only)")
         self._key = key
-        url = net.from_env(a["url"], URL_ENV)
-        self.url = ws_url(DEFAULT_URL if url is None else url)
-        self.insecure = net.flag(NAME, a["insecure"])
-        self.ca_file = net.ca_file(NAME, a["ca_file"])
-        if not isinstance(a["model"], str) or not a["model"].strip():
-            raise _fail("model must be a non-empty string such as gpt-realtime")
-        voice = a["voice"]
-        if not (isinstance(voice, str) and voice.strip()) and not (isinstance(voice, dict) and set(voice) == {"id"}
-                                                                   and isinstance(voice["id"], str)):
-            raise _fail("voice must be a voice name such as alloy (or {\"id\": custom voice id})")
-        if a["instructions"] is not None and not isinstance(a["instructions"], str):
-            raise _fail("instructions must be a string or null")
-        mods = a["output_modalities"]
-        if mods not in (["audio"], ["text"]):
-            raise _fail("output_modalities must be [\"audio\"] (or [\"text\"]: no audio at all)")
-        self.turn_detection = check_turn_detection(a["turn_detection"])
-        if a["noise_reduction"] not in (None, "near_field", "far_field"):
-            raise _fail("noise_reduction must be null, near_field or far_field")
-        mot = a["max_output_tokens"]
-        if mot is not None and mot != "inf" and not (net.is_int(mot) and 1 <= mot <= 4096):
-            raise _fail("max_output_tokens must be a whole number from 1 to 4096, \"inf\" or null")
-        fm = a["frame_ms"]
-        n = fm * SR / 1000 if net.is_number(fm) else 0
-        if not net.is_number(fm) or fm <= 0 or n < 1 or abs(n - round(n)) > 1e-9:
-            raise _fail(f"frame_ms must be a positive whole number of samples at {SR} Hz (e.g. 20 or 10)")
-        for k, low in (("grace_s", 0.0), ("finish_timeout_s", 0.0)):
-            if not net.is_number(a[k]) or a[k] < low:
-                raise _fail(f"{k} must be a number >= {low:g}")
-        if not net.is_number(a["open_timeout_s"]) or a["open_timeout_s"] <= 0:
-            raise _fail("open_timeout_s must be a positive number")
-        self.frame_ms = fm
+        url, self.insecure, self.ca_file = net.endpoint(NAME, a, default=DEFAULT_URL)
+        self.url = ws_url(url)
+        self.turn_detection = dict(a["turn_detection"])
+        self.frame_ms = a["frame_ms"]
         self.grace_s = float(a["grace_s"])
         self.handshake_s = float(a["open_timeout_s"])
         self.open_timeout_s = self.handshake_s + 1.0  # the core's bound; ours (with its message) fires first
@@ -231,7 +201,9 @@ class OpenAIRealtimeRunner(StreamRunner):
         deps.import_module(what, "openai.lib._websocket")  # what connect() imports: websockets.asyncio
         self._closed_exc = (ws_exc.ConnectionClosed, openai.WebSocketConnectionClosedError)
         self._invalid_status = ws_exc.InvalidStatus
-        opts: dict[str, Any] = {"open_timeout": self.handshake_s, "close_timeout": 2.0}
+        # max_size: the SDK's own default is None (no limit) and then no compression; keep it off
+        opts: dict[str, Any] = {"open_timeout": self.handshake_s, "close_timeout": 2.0,
+                                "max_size": self.args["max_message_bytes"], "compression": None}
         if self.url.startswith("wss://"):
             opts["ssl"] = self.ssl_context()
         self._ws_options = opts
@@ -321,6 +293,8 @@ class RealtimeConnection(Connection):
         return SessionFailed(self.r.scrub(f"runner {NAME!r}: {msg}"))
 
     def lost(self, exc: BaseException) -> str:
+        if net.too_big(exc):
+            return net.too_big_reason(self.r.args["max_message_bytes"])
         rcvd = getattr(exc, "rcvd", None)
         if rcvd is not None:
             what = f"the server closed the connection (code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})"
@@ -398,7 +372,7 @@ class RealtimeConnection(Connection):
         st = self.st
         for k in ("recv_audio_s", "dropped_audio_s", "discarded_s"):
             st[k] = round(st[k], 6)
-        st["server_events"] = dict(sorted(self.seen.items()))
+        st["server_events"] = {cap_text(str(k), 200): n for k, n in sorted(self.seen.items())}
         if self.conn is not None:
             try:
                 await self.conn.close()
@@ -410,7 +384,8 @@ class RealtimeConnection(Connection):
         err = getattr(ev, "error", None)
         msg = getattr(err, "message", None) or str(_plain(err))
         code = getattr(err, "code", None)
-        return self.r.scrub(f"{msg} ({code})" if code else msg)
+        # cut before scrubbing (scrubbing a long text costs more than its length)
+        return self.r.scrub(cap_text(f"{msg} ({code})" if code else str(msg), 1000))
 
     async def handle(self, ev: Any) -> None:
         kind = getattr(ev, "type", None) or "unknown"

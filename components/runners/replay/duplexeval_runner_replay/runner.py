@@ -39,20 +39,23 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.samples import inside
 from duplexeval_common.wavio import fit_length, resample
 
 from duplexeval_runner.events import EventLog
-from duplexeval_runner.protocol import OfflineRunner, SampleInfo, SessionFailed, resolve_args
+from duplexeval_runner.protocol import OfflineRunner, SampleInfo, SessionFailed
+from duplexeval_runner.settings import Setting, Spec
 
 NAME = "replay"
 FILE = "output.wav"
-DEFAULTS: dict[str, Any] = {
-    "tree": None,              # the output tree's folder (a path on this machine)
-    "resample": True,          # convert an output at another rate to the input's
-    "max_length_diff_s": 0.1,  # |output - input| duration allowed before padding / trimming
-}
+SETTINGS = Spec(
+    Setting("tree", str, None, "the output tree's folder: `<tree>/<subset>/<id>/output.wav` per sample "
+            "(`REPLAY_TREE` through the catalog)", path="dir",
+            required=f"the folder of a Full-Duplex-Bench output tree, <tree>/<subset>/<id>/{FILE}"),
+    Setting("resample", bool, True, "convert an output at another rate to the input's (false: such a sample fails)"),
+    Setting("max_length_diff_s", float, 0.1, "|output - input| duration allowed before padding or trimming, in "
+            "seconds (more fails the sample)", ge=0),
+)
 
 
 def _one_line(text: str) -> str:
@@ -66,23 +69,11 @@ class ReplayRunner(OfflineRunner):
     deterministic = True
     in_sr = None
     out_sr = None
+    SETTINGS = SETTINGS
 
     def __init__(self, seed: int | None = None, **args: Any):
-        self.args = a = resolve_args(NAME, DEFAULTS, args)
-        tree = a["tree"]
-        if tree is None:
-            raise DuplexEvalError(f"runner {NAME!r}: runner_arg tree is required (the folder of a "
-                                  f"Full-Duplex-Bench output tree, <tree>/<subset>/<id>/{FILE})")
-        if not isinstance(tree, (str, os.PathLike)) or not str(tree):
-            raise DuplexEvalError(f"runner {NAME!r}: tree must be a path (got {tree!r})")
-        if not Path(tree).is_dir():
-            raise DuplexEvalError(f"runner {NAME!r}: tree {str(tree)!r} is not a folder")
-        if not isinstance(a["resample"], bool):
-            raise DuplexEvalError(f"runner {NAME!r}: resample must be true or false (got {a['resample']!r})")
-        tol = a["max_length_diff_s"]
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
-            raise DuplexEvalError(f"runner {NAME!r}: max_length_diff_s must be a number >= 0 (got {tol!r})")
-        self.tree = Path(os.path.abspath(tree))
+        self.args, _ = self.SETTINGS.resolve(NAME, args)
+        self.tree = Path(os.path.abspath(self.args["tree"]))
         self.seed = seed
         self._source: dict[str, Any] | None = None  # the file of the sample last replayed
 
