@@ -59,12 +59,28 @@ def interruption_stage(root, replies: list[str]):
 
 
 def run_judge(tmp_path, inputs, judge: str, args: dict | None = None, out: str = "out",
-              key: str | None = SECRET, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+              key: str | None = SECRET, extra_env: dict | None = None,
+              benchmark: str = "fdb-v1") -> subprocess.CompletedProcess:
     cfg = tmp_path / f"cfg-{out}.json"
-    cfg.write_text(json.dumps({"judge": judge, "judge_args": args or {}}))
+    cfg.write_text(json.dumps({"benchmark": benchmark, "judge": judge, "judge_args": args or {}}))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     if key is not None:
         env["OPENAI_API_KEY"] = key
     env.update(extra_env or {})
     return subprocess.run([command("judge"), "run", "--input", str(inputs), "--output", str(tmp_path / out),
                            "--config", str(cfg)], capture_output=True, text=True, env=env, timeout=600)
+
+
+def prompt(prompt_id: str):
+    """A versioned prompt of any installed benchmark (each keeps its own PromptSet)."""
+    from duplexeval_common.benchmarks import all_benchmarks
+    for b in all_benchmarks():
+        if b.has("prompts") and prompt_id.split("@")[0] in b.hook("prompts").names():
+            return b.hook("prompts").get(prompt_id)
+    raise KeyError(prompt_id)
+
+
+def prompt_sets():
+    """{benchmark: its PromptSet}."""
+    from duplexeval_common.benchmarks import all_benchmarks
+    return {b.name: b.hook("prompts") for b in all_benchmarks() if b.has("prompts")}

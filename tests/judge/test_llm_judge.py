@@ -20,7 +20,7 @@ from duplexeval_common.llm.judges import OpenAIJudge
 
 from ..conftest import command
 from .chat_server import error, malformed, ok, slow
-from .conftest import RATED, SECRET, interruption_stage, run_judge
+from .conftest import RATED, SECRET, interruption_stage, prompt, run_judge
 
 FIELDS = {"context": "Tell me about Rome.", "interrupt": "Pizza instead?", "reply": "Sure, pizza."}
 S = "samples/synthetic_user_interruption"
@@ -39,7 +39,7 @@ def by_reply(answers: dict, default=None, delay_s: float = 0.0):
 
 def judge_here(monkeypatch, srv, **kw) -> OpenAIJudge:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    return OpenAIJudge(base_url=srv.base_url, **{"backoff_s": 0.01, **kw})
+    return OpenAIJudge(base_url=srv.base_url, **{"backoff_s": 0.01, "prompt": prompt("fdb-v1-interruption"), **kw})
 
 
 # --- the client's retries -------------------------------------------------------------------
@@ -191,11 +191,11 @@ def test_a_refused_key_stops_the_stage_with_one_line(tmp_path, server):
 def test_check_validates_judge_args_without_network(tmp_path):
     def check(cfg):
         p = tmp_path / "cfg.json"
-        p.write_text(json.dumps(cfg))
+        p.write_text(json.dumps({"benchmark": "fdb-v1", **cfg}))
         return subprocess.run([command("judge"), "check", "--config", str(p)], capture_output=True, text=True)
     assert check({"judge": "openai", "judge_args": {"model": "qwen2.5:7b", "base_url": "http://x:1/v1"}}).stdout == "ok\n"
-    cases = [({"prompt": "nope"}, "unknown judge prompt 'nope'"),
-             ({"prompt": "mtr-safety"}, "prompt mtr-safety takes response; the judge stage rates"),
+    cases = [({"prompt": "nope"}, "unknown prompt 'nope'"),
+             ({"prompt": "mtr-safety"}, "unknown prompt 'mtr-safety'; known: fdb-v1-interruption"),
              ({"max_concurrency": 0}, "max_concurrency must be an integer of at least 1"),
              ({"price": {"input": 1}}, 'price must be {"input_per_1k": x, "output_per_1k": y}'),
              ({"temprature": 0}, "unexpected keyword argument 'temprature'")]

@@ -9,9 +9,8 @@ import pytest
 
 from duplexeval_common.cache import user_cache_dir
 from duplexeval_common.jsonio import read_json, read_jsonl
-from duplexeval_common.llm import prompts
 
-from .conftest import interruption_stage, run_judge
+from .conftest import interruption_stage, prompt, run_judge
 
 S = "samples/synthetic_user_interruption/0"
 
@@ -35,8 +34,8 @@ def test_local_llm_rates_one_sample_offline(tmp_path, monkeypatch):
     assert r.returncode == 0, r.stderr[-3000:]
     j = read_json(tmp_path / "out" / S / "judgement.json")
     assert j["judge"] == "local-llm" and j["official"] is False and j["model"] == "SmolLM2-135M-Instruct"
-    assert j["llm"]["status"] == "ok" and j["llm"]["prompt"] == prompts.get("fdb-v1-interruption").identity()
-    assert prompts.get("fdb-v1-interruption").parse(j["llm"]["raw"]).score == j["rating"]
+    assert j["llm"]["status"] == "ok" and j["llm"]["prompt"] == prompt("fdb-v1-interruption").identity()
+    assert prompt("fdb-v1-interruption").parse(j["llm"]["raw"]).score == j["rating"]
     assert j["llm"]["raw"].startswith("Analysis:") and 0 <= j["rating"] <= 5
     assert read_json(tmp_path / "out" / S / "rating.json")["rating"] == j["rating"]
     summary = read_json(tmp_path / "out/judge.json")

@@ -28,7 +28,7 @@ def write_config(path: Path, cfg: dict) -> Path:
 def mini(tmp_path_factory) -> Path:
     """The first sample of each fdb-mini subset (pause sample 0 has two pauses), by the real command."""
     root = tmp_path_factory.mktemp("tts")
-    cfg = write_config(root / "cfg.json", {"dataset": "fdb-mini", "limit": 1})
+    cfg = write_config(root / "cfg.json", {"benchmark": "fdb-v1", "dataset": "fdb-mini", "limit": 1})
     r = run_cli(["run", "--input", DATASET, "--output", root / "out", "--config", cfg])
     assert r.returncode == 0, r.stderr
     return root / "out"

@@ -31,7 +31,7 @@ def run_inproc(args):
 
 def test_rerun_gives_identical_bytes(mini, tmp_path):
     # a second, in-process run (the fixture ran in a subprocess) into a fresh folder
-    cfg = write_config(tmp_path / "cfg.json", {"dataset": "fdb-mini", "limit": 1})
+    cfg = write_config(tmp_path / "cfg.json", {"benchmark": "fdb-v1", "dataset": "fdb-mini", "limit": 1})
     r = run_inproc(["--input", DATASET, "--output", tmp_path / "out", "--config", cfg])
     assert r.exit_code == 0, r.output
     assert files(tmp_path / "out") == files(mini)
@@ -40,7 +40,7 @@ def test_rerun_gives_identical_bytes(mini, tmp_path):
 def test_rerun_in_place_is_cached(mini, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(mini, out)
-    cfg = write_config(tmp_path / "cfg.json", {"dataset": "fdb-mini", "limit": 1})
+    cfg = write_config(tmp_path / "cfg.json", {"benchmark": "fdb-v1", "dataset": "fdb-mini", "limit": 1})
     r = run_inproc(["--input", DATASET, "--output", out, "--config", cfg])
     assert r.exit_code == 0, r.output
     assert all(s.get("cached") for s in read_json(out / "stage.json")["samples"].values())
@@ -61,7 +61,7 @@ def scripts(folder, turn_samples, interruption_samples=None):
 def test_bad_entry_fails_only_its_sample(tmp_path):
     src = scripts(tmp_path / "scripts", [{"text": "Hi there."}, {"txt": "oops"}, {"text": "?!"}],
                   [{"context": "Tell me a joke.", "interrupt": "Wait."}])
-    cfg = write_config(tmp_path / "cfg.json", {"timing": {"synthetic_user_interruption":
+    cfg = write_config(tmp_path / "cfg.json", {"benchmark": "fdb-v1", "timing": {"synthetic_user_interruption":
                                                           {"gap_s": 7, "trailing_s": 15}}})
     r = run_inproc(["--input", src, "--output", tmp_path / "out", "--config", cfg])
     assert r.exit_code == 1
@@ -104,7 +104,7 @@ def test_stage_errors_are_one_line(tmp_path, content, config, message):
     src = tmp_path / "scripts"
     src.mkdir()
     (src / "synthetic_turn_taking.json").write_text(content)
-    cfg = write_config(tmp_path / "cfg.json", config)
+    cfg = write_config(tmp_path / "cfg.json", {"benchmark": "fdb-v1", **config})
     r = run_inproc(["--input", src, "--output", tmp_path / "out", "--config", cfg])
     assert r.exit_code == 2
     assert r.output.count("\n") == 1 and r.output.startswith("error: ") and message in r.output

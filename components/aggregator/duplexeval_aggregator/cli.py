@@ -22,9 +22,30 @@ def _check_out(tree: Path, out: Path) -> None:
         raise DuplexEvalError(f"--out {out} lies inside the tree {tree}: choose a folder outside it")
 
 
-def _options(declared, given: tuple[str, ...], bench: str) -> dict:
-    """The hook's settings from `--option NAME=VALUE` (each checked against its declaration)."""
-    pairs = parse_pairs(given, "--option")
+def _flags(declared, extra: list[str]) -> dict:
+    """The hook's settings given as flags after the command's own (`--cache-dir DIR`, `--jobs 1`,
+    `--exclude-invalid`): a declared boolean setting is a flag, any other takes the next word."""
+    known = {o.name: o for o in declared}
+    out, i = {}, 0
+    while i < len(extra):
+        word = extra[i]
+        name = word[2:].replace("-", "_") if word.startswith("--") else None
+        if name is None or name not in known:
+            raise DuplexEvalError(f"unknown option {word!r} (the benchmark's settings: "
+                                  f"{', '.join('--' + n.replace('_', '-') for n in sorted(known)) or 'none'})")
+        if known[name].type is bool:
+            out[name], i = True, i + 1
+        elif i + 1 < len(extra):
+            out[name], i = extra[i + 1], i + 2
+        else:
+            raise DuplexEvalError(f"option {word} needs a value")
+    return out
+
+
+def _options(declared, given: tuple[str, ...], bench: str, extra: list[str] = ()) -> dict:
+    """The hook's settings from `--option NAME=VALUE` and the flags after the command's own
+    (each checked against its declaration)."""
+    pairs = {**parse_pairs(given, "--option"), **_flags(declared, list(extra))}
     known = {o.name: o for o in declared}
     unknown = sorted(set(pairs) - set(known))
     if unknown:
@@ -45,7 +66,10 @@ def main() -> None:
     """duplexeval aggregator: scores runs and trees by each benchmark's own rules."""
 
 
-@main.command("score")
+EXTRA = {"ignore_unknown_options": True, "allow_extra_args": True}
+
+
+@main.command("score", context_settings=EXTRA)
 @click.option("--benchmark", default=None, help=BENCHMARK_HELP)
 @click.option("--tree", type=click.Path(path_type=Path), required=True,
               help="The tree to score, in the benchmark's layout (its doc page describes it).")
@@ -54,32 +78,36 @@ def main() -> None:
               help="The task of a subset folder the tree's manifest and the official names do not give "
                    "(repeatable), e.g. --task pause_handling_example=pause_handling.")
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
-              help="One of the benchmark's scoring settings (repeatable; its doc page lists them).")
+              help="One of the benchmark's scoring settings (repeatable; its doc page lists them); each may "
+                   "also be given as a flag, e.g. --exclude-invalid or --cache-dir DIR.")
+@click.pass_context
 @one_line_errors
-def score_cmd(benchmark: str, tree: Path, out: Path, tasks: tuple[str, ...], options: tuple[str, ...]) -> None:
+def score_cmd(ctx, benchmark: str, tree: Path, out: Path, tasks: tuple[str, ...], options: tuple[str, ...]) -> None:
     """Score a tree made elsewhere (`make score BENCHMARK=... TREE=... OUT=...`)."""
     bench = _benchmark(benchmark)
     hook = bench.hook("score_tree")
     _check_out(tree, out)
-    opts = _options(getattr(hook, "OPTIONS", ()), options, bench.name)
+    opts = _options(getattr(hook, "OPTIONS", ()), options, bench.name, ctx.args)
     sys.exit(hook.score_tree(tree, out, parse_pairs(tasks, "--task", decode=False), opts))
 
 
-@main.command("compare")
+@main.command("compare", context_settings=EXTRA)
 @click.option("--benchmark", default=None, help=BENCHMARK_HELP)
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--json-out", type=click.Path(path_type=Path), default=None,
               help="Also write the comparison as JSON.")
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
-              help="One of the benchmark's comparison settings (repeatable).")
+              help="One of the benchmark's comparison settings (repeatable); or as a flag, e.g. "
+                   "--allow-revision-mismatch.")
+@click.pass_context
 @one_line_errors
-def compare_cmd(benchmark: str, a: Path, b: Path, json_out: Path | None, options: tuple[str, ...]) -> None:
+def compare_cmd(ctx, benchmark: str, a: Path, b: Path, json_out: Path | None, options: tuple[str, ...]) -> None:
     """Paired comparison of two scored folders (B minus A), by the benchmark's rules."""
     from duplexeval_common.jsonio import atomic_write_many as write_all, dumps
     bench = _benchmark(benchmark)
     hook = bench.hook("compare")
-    result = hook.compare(a, b, **_options(getattr(hook, "OPTIONS", ()), options, bench.name))
+    result = hook.compare(a, b, **_options(getattr(hook, "OPTIONS", ()), options, bench.name, ctx.args))
     if json_out:
         write_all({json_out: dumps(result)})
     click.echo(hook.render(result), nl=False)

@@ -65,8 +65,8 @@ def check_config(config: dict) -> dict:
         raise DuplexEvalError(f"unknown tts-synth setting(s) {', '.join(sorted(unknown))}; "
                               f"known: {', '.join(DEFAULTS)}")
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k == "limit"}}
-    if not isinstance(cfg["dataset"], str) or not cfg["dataset"]:
-        raise DuplexEvalError("setting dataset must be a non-empty string")
+    if cfg["dataset"] is not None and (not isinstance(cfg["dataset"], str) or not cfg["dataset"]):
+        raise DuplexEvalError("setting dataset must be a non-empty string (default: the input folder's name)")
     limit = cfg["limit"]
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise DuplexEvalError("setting limit must be null or a whole number >= 1")

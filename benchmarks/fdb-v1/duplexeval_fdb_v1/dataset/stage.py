@@ -15,6 +15,8 @@ voice, so the bytes do not depend on `jobs`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
@@ -64,6 +66,7 @@ class DatasetStage:
             raise DuplexEvalError("tts-synth needs exactly one --input: the dataset's script folder "
                                   "(e.g. benchmarks/fdb-v1/datasets/fdb-mini)")
         self.scripts = load_scripts(inputs.dirs[0], self.cfg["timing"], self.synth.parse_specs)
+        self.cfg["dataset"] = self.cfg["dataset"] or Path(inputs.dirs[0]).name
         bc = [s for s, sc in self.scripts.items() if sc.task == "backchannel"]
         if len(bc) > 1:
             raise DuplexEvalError(f"at most one backchannel subset per dataset ({ICC_GT} is keyed by "

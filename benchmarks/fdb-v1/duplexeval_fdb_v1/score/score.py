@@ -105,6 +105,18 @@ def _judge(tree: Path) -> dict | None:
     return j
 
 
+# A tree without judge.json whose interruption samples hold rating.json files (the official
+# judge's answers, as upstream's example data ships them): the official rating column reads them.
+TREE_RATINGS = {"judge": "rating.json", "model": "the tree's rating.json files", "official": False}
+
+
+def _tree_ratings(samples: dict[str, list[Sample]], names: dict[str, str]) -> dict | None:
+    for subset, ss in samples.items():
+        if names[subset] == "user_interruption" and any((s.dir / "rating.json").is_file() for s in ss):
+            return dict(TREE_RATINGS)
+    return None
+
+
 def _vad_jobs(tree: Path, samples: dict[str, list[Sample]], names: dict[str, str],
               exclude_invalid: bool = False) -> tuple[list, list]:
     """(path, feed, owner) for every file the two columns need VAD on."""
@@ -270,7 +282,7 @@ def _build(tree: Path, icc_gt: Path | None, cache_dir: Path | None, out: Path | 
     tree = Path(tree)
     workers = jobs or os.cpu_count() or 1
     samples, names = _load_samples(tree, failures or {}, exclude_invalid, (tree, *link_roots), tasks)
-    judge = _judge(tree)
+    judge = _judge(tree) or _tree_ratings(samples, names)
     if icc_gt is None and (tree / "icc_gt_distribution.json").is_file():
         icc_gt = tree / "icc_gt_distribution.json"
     gt = read_json(Path(icc_gt), str(icc_gt)) if icc_gt else None

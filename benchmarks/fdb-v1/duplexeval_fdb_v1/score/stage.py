@@ -48,7 +48,10 @@ def report_markdown(unified: dict) -> str:
 def official_revision(config: dict) -> revisions.Revision:
     """The stage's `official_revision` setting (default revisions.DEFAULT); UnknownRevision
     (one line) for a name revisions.py does not know."""
-    return revisions.get(config.get("official_revision") or revisions.DEFAULT)
+    name = config.get("official_revision")
+    if name is not None and not isinstance(name, str):
+        raise DuplexEvalError(f"aggregator: official_revision must be a revision's name, got {name!r}")
+    return revisions.get(name or revisions.DEFAULT)
 
 
 def check(config: dict) -> None:

@@ -60,7 +60,7 @@ def tree(tmp_path_factory, speak):
 
 
 def run(tree, out, *extra):
-    res = CliRunner().invoke(main, ["fdb-v1", "--tree", str(tree), "--out", str(out), "--icc-gt",
+    res = CliRunner().invoke(main, ["score", "--benchmark", "fdb-v1", "--tree", str(tree), "--out", str(out), "--icc-gt",
                                     str(tree / "gt.json"), "--jobs", "1", *extra])
     assert res.exit_code == 0, res.output
     return res
@@ -158,7 +158,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tree, tmp_path):
     (t / "candor_turn_taking" / "1" / "turn_taking.json").write_text(json.dumps(turn_ann(99.0)))
     out = tmp_path / "o"
     agg = str(Path(sys.executable).parent / "aggregator")
-    p = subprocess.run([agg, "fdb-v1", "--tree", str(t), "--out", str(out)], capture_output=True, text=True)
+    p = subprocess.run([agg, "score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(out)], capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr == ("error: candor_turn_taking/1: turn end E at 99.000000 s is outside the window "
                         "[0, 10.000000]\n")

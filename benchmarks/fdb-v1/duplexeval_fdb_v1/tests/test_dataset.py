@@ -12,7 +12,9 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_tts.engines import PEAK, TRIM_THRESHOLD
 from duplexeval_fdb_v1.dataset.scripts import load_scripts, parse_entry
 
-from tests.tts_synth.conftest import DATASET, SUBSETS
+from duplexeval_fdb_v1.schemas import SCHEMAS
+from duplexeval_tts import voices as voicemix
+from tests.tts_synth.conftest import DATASET, SUBSETS, mini  # noqa: F401  (mini: a fixture)
 
 SR = 16000
 LOUD = int(TRIM_THRESHOLD * 32767) - 1  # a trimmed segment's edge sample is above the threshold
@@ -37,7 +39,7 @@ def sample_dirs(out, subset):
 
 
 def test_shipped_scripts_parse():
-    scripts = load_scripts(DATASET)
+    scripts = load_scripts(DATASET, None, voicemix.parse_specs)
     assert sorted(scripts) == list(SUBSETS)
     for script in scripts.values():
         assert len(script.entries) >= (10 if not script.v2 else 3)
@@ -63,7 +65,7 @@ def test_manifest_and_schemas(mini):
         name, schema = official[row["subset"]]
         assert (d / name).is_file()
         if schema is not None:
-            assert schemas.problem(schema, read_json(d / name)) is None
+            assert SCHEMAS.problem(schema, read_json(d / name)) is None
         sample = read_json(d / "sample.json")
         assert schemas.problem("sample", sample) is None
         assert sample["duration_s"] == row["duration_s"] == len(pcm(d / "input.wav")) / SR
@@ -78,7 +80,7 @@ def check_segment(audio, seg):
 
 
 def test_pause_handling(mini):
-    script = load_scripts(DATASET)["synthetic_pause_handling"]
+    script = load_scripts(DATASET, None, voicemix.parse_specs)["synthetic_pause_handling"]
     for d in sample_dirs(mini, "synthetic_pause_handling"):
         audio = pcm(d / "input.wav")
         sample = read_json(d / "sample.json")

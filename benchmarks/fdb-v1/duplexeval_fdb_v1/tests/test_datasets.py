@@ -25,7 +25,9 @@ from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json
 from duplexeval_tts import voices as voicemix
 from duplexeval_fdb_v1.dataset.compose import BIN_S, backchannel_gt
-from duplexeval_fdb_v1.dataset.stage import DatasetStage, make_stage
+from duplexeval_fdb_v1.dataset.stage import DatasetStage
+from duplexeval_tts.cli import make_stage
+from duplexeval_tts.synth import SYNTH
 from duplexeval_fdb_v1.dataset.scripts import load_scripts, parse_entry
 
 from tests.tts_synth.conftest import run_cli, write_config
@@ -47,6 +49,7 @@ SPEECH_SIDE_S = 0.200
 
 
 def synthesize(source: Path, out: Path, **config) -> Path:
+    config = {"benchmark": "fdb-v1", **config}
     code = make_stage(config).run([source], out, config)
     assert code == 0, (out / "stage.json").read_text()
     return out
@@ -140,7 +143,7 @@ def vad_problems(tree: Path, onsets) -> tuple[list[str], list[float], int]:
 def test_vad_agrees_with_fdb_mini(mini_all, onsets):
     problems, errors, n = vad_problems(mini_all, onsets)
     report("fdb-mini", errors)
-    assert n == sum(len(s.entries) for s in load_scripts(MINI).values())
+    assert n == sum(len(s.entries) for s in load_scripts(MINI, None, voicemix.parse_specs).values())
     assert len(errors) > 3 * n // 2
     assert not problems, "\n".join(problems)
     assert float(np.median(errors)) <= SILENCE_SIDE_S
@@ -211,7 +214,7 @@ def test_backchannel_gt_function():
 def test_voices_recorded_per_sample(synth_tenth):
     manifest = read_json(synth_tenth / "manifest.json")
     assert schemas.problem("manifest", manifest) is None
-    scripts = load_scripts(SYNTH)
+    scripts = load_scripts(SYNTH, None, voicemix.parse_specs)
     engines, rates = set(), set()
     for row in manifest["samples"]:
         sample = read_json(synth_tenth / "samples" / row["subset"] / row["id"] / "sample.json")
@@ -281,7 +284,7 @@ def test_generator_check(tmp_path):
 
 
 def test_fdb_synth_scripts_parse_and_are_distinct():
-    scripts = load_scripts(SYNTH)
+    scripts = load_scripts(SYNTH, None, voicemix.parse_specs)
     assert {s: len(sc.entries) for s, sc in scripts.items()} == OFFICIAL_SIZES
     for script in scripts.values():
         texts = [json.dumps(parse_entry(script.task, e, script.v2), sort_keys=True) for e in script.entries]
@@ -305,7 +308,7 @@ def test_bad_backchannel_entry_fails_only_its_sample(tmp_path):
         "format": "fdb-script/2", "voices": [{"engine": "piper", "voice": "joe"}],
         "samples": [{"monologue": ["Short one.", 0.4, "No place to answer."]},
                     {"monologue": ["A fine sentence.", {"trp": 0.5}, "Another one."]}]})
-    cfg = write_config(tmp_path / "cfg.json", {"jobs": 1})
+    cfg = write_config(tmp_path / "cfg.json", {"benchmark": "fdb-v1", "jobs": 1})
     r = run_cli(["run", "--input", src, "--output", tmp_path / "out", "--config", cfg])
     assert r.returncode == 1
     assert "error: synthetic_backchannel/0: bad script entry 0 in synthetic_backchannel.json: monologue " \
@@ -326,7 +329,7 @@ def test_bad_backchannel_entry_fails_only_its_sample(tmp_path):
 def test_bad_script_files(tmp_path, doc, message):
     write_script(tmp_path, "synthetic_turn_taking", doc)
     with pytest.raises(DuplexEvalError) as exc:
-        load_scripts(tmp_path)
+        load_scripts(tmp_path, None, voicemix.parse_specs)
     assert message in str(exc.value) and "synthetic_turn_taking.json" in str(exc.value)
 
 
@@ -351,12 +354,12 @@ def test_bad_v2_entries(entry, message):
 ])
 def test_bad_config(config, message):
     with pytest.raises(DuplexEvalError) as exc:
-        DatasetStage(config)
+        DatasetStage(config, SYNTH)
     assert message in str(exc.value)
 
 
 def test_unknown_sample_key_and_two_backchannel_subsets(tmp_path):
-    stage = DatasetStage({"samples": ["synthetic_pause_handling/99"]})
+    stage = DatasetStage({"samples": ["synthetic_pause_handling/99"]}, SYNTH)
     from duplexeval_common.samples import Inputs
     with pytest.raises(DuplexEvalError, match="setting samples names 1 sample"):
         stage.select(Inputs([MINI]), {})
@@ -364,7 +367,7 @@ def test_unknown_sample_key_and_two_backchannel_subsets(tmp_path):
         write_script(tmp_path, name, {"format": "fdb-script/2",
                                       "samples": [{"monologue": ["A.", {"trp": 0.5}, "B."]}]})
     with pytest.raises(DuplexEvalError, match="at most one backchannel subset"):
-        DatasetStage({}).select(Inputs([tmp_path]), {})
+        DatasetStage({}, SYNTH).select(Inputs([tmp_path]), {})
 
 
 def test_voice_choice_is_deterministic_and_weighted():

@@ -5,6 +5,7 @@ import subprocess
 
 from duplexeval_common import schemas
 from duplexeval_common.jsonio import read_json
+from duplexeval_fdb_v1.schemas import SCHEMAS
 
 from tests.conftest import command, write_stage
 
@@ -29,7 +30,7 @@ def run_judge(tmp_path, judge):
         "synthetic_user_interruption/2": {"interrupt.json": INTERRUPT, "output.json": _out("")},
         "synthetic_pause_handling/0": {"output.json": _out("hello")},
     })
-    (tmp_path / "cfg.json").write_text(json.dumps({"judge": judge}))
+    (tmp_path / "cfg.json").write_text(json.dumps({"benchmark": "fdb-v1", "judge": judge}))
     r = subprocess.run([command("judge"), "run", "--input", str(tmp_path / "in"), "--output",
                         str(tmp_path / "out"), "--config", str(tmp_path / "cfg.json")],
                        capture_output=True, text=True)
@@ -43,7 +44,7 @@ def test_embedding_relevance_orders_replies(tmp_path):
     related, unrelated = (read_json(s / f"{i}/judgement.json") for i in (0, 1))
     assert related["rating"] > unrelated["rating"] + 1.0
     assert not related["official"]
-    assert schemas.problem("rating", read_json(s / "0/rating.json")) is None
+    assert SCHEMAS.problem("rating", read_json(s / "0/rating.json")) is None
     assert read_json(s / "2/judgement.json")["rating"] is None and not (s / "2/rating.json").exists()
     assert not (out / "samples/synthetic_pause_handling").exists()  # only interruption samples
     summary = read_json(out / "judge.json")
@@ -59,7 +60,7 @@ def test_none_judge_records_that_nothing_was_judged(tmp_path):
 
 def test_unknown_judge_is_one_line_error(tmp_path):
     write_stage(tmp_path / "in", {"synthetic_user_interruption/0": {"interrupt.json": INTERRUPT}})
-    (tmp_path / "cfg.json").write_text(json.dumps({"judge": "gpt-9"}))
+    (tmp_path / "cfg.json").write_text(json.dumps({"benchmark": "fdb-v1", "judge": "gpt-9"}))
     r = subprocess.run([command("judge"), "run", "--input", str(tmp_path / "in"), "--output",
                         str(tmp_path / "out"), "--config", str(tmp_path / "cfg.json")],
                        capture_output=True, text=True)

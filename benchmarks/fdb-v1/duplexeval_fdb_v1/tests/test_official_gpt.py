@@ -3,10 +3,11 @@ chat-completions test double (chat_server.py: it answers from a script, it is no
 the request (model, seed, prompts) and the parsing are checked offline."""
 
 from duplexeval_common.jsonio import read_json
-from duplexeval_common.llm import prompts
+from duplexeval_fdb_v1.prompts import PROMPTS as prompts
 
 from tests.judge.chat_server import ok
-from tests.judge.conftest import INTERRUPT, RATED, SECRET, interruption_stage, run_judge
+from tests.judge.conftest import (INTERRUPT, RATED, SECRET, _isolated_user_cache, interruption_stage,  # noqa: F401
+                                  run_judge, server)
 
 S = "out/samples/synthetic_user_interruption"
 

@@ -23,6 +23,7 @@ from duplexeval_fdb_v1.score.score import build
 from duplexeval_fdb_v1.score.tree import WORD_END_TOLERANCE_S
 from duplexeval_common.vadcache import namespace
 from duplexeval_common.cache import cache_namespace, private_dir, user_cache_dir
+from duplexeval_fdb_v1.schemas import SCHEMAS
 
 from .helpers import interrupt_ann, pause_ann, sample_dir, turn_ann, wav
 
@@ -58,10 +59,10 @@ def read_out(out: Path):
     metrics = json.loads((out / "metrics.json").read_text())
     uni = json.loads((out / "unified.json").read_text())
     rows = {r["sample_id"]: r for r in map(json.loads, (out / "unified-samples.jsonl").read_text().splitlines())}
-    validate("metrics", metrics)
-    validate("unified", uni)
+    SCHEMAS.validate("metrics", metrics)
+    SCHEMAS.validate("unified", uni)
     for r in rows.values():
-        validate("unified-sample", r)
+        SCHEMAS.validate("unified-sample", r)
     return metrics, uni, rows
 
 
@@ -114,7 +115,7 @@ def test_strict_stops_with_one_line_and_writes_nothing(tmp_path, sid, problem):
     bad = {"1": [(2.0, 1.0)], "2": [(9.0, 12.0)]}[sid]
     sample_dir(t, "candor_pause_handling", sid, words=bad, annotation=pause_ann((3, 4)))
     out = tmp_path / "o"
-    p = subprocess.run([AGGREGATOR, "fdb-v1", "--tree", str(t), "--out", str(out)],
+    p = subprocess.run([AGGREGATOR, "score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(out)],
                        capture_output=True, text=True, env=os.environ.copy())
     assert p.returncode == 2
     assert p.stderr == f"error: candor_pause_handling/{sid}: {problem}\n"
@@ -135,7 +136,7 @@ def test_word_end_tolerance_is_half_a_second(tmp_path):
 def test_exclude_invalid_lists_each_sample_and_scores_the_rest(tmp_path):
     t = bad_tree(tmp_path / "t")
     out = tmp_path / "o"
-    p = subprocess.run([AGGREGATOR, "fdb-v1", "--tree", str(t), "--out", str(out), "--exclude-invalid"],
+    p = subprocess.run([AGGREGATOR, "score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(out), "--exclude-invalid"],
                        capture_output=True, text=True, env=os.environ.copy())
     assert p.returncode == 0, p.stderr
     excluded = [x for x in p.stderr.splitlines() if x.startswith("excluded: ")]
@@ -167,8 +168,8 @@ def test_exclude_invalid_covers_what_only_the_official_column_reads(tmp_path):
     with pytest.raises(InputError):
         build(t, out=tmp_path / "o", jobs=1, quiet=True)
     metrics, uni, _ = build(t, out=tmp_path / "o", jobs=1, quiet=True, exclude_invalid=True)
-    validate("metrics", metrics)
-    validate("unified", uni)
+    SCHEMAS.validate("metrics", metrics)
+    SCHEMAS.validate("unified", uni)
     inv = {x["sample_id"]: x["reason"] for s in uni["subsets"].values() for x in s["invalid"]}
     assert inv == {"candor_pause_handling/1": "invalid:bad-json",
                    "candor_turn_taking/1": "invalid:manifest-hash",
@@ -195,7 +196,7 @@ def interrupt_tree(root: Path) -> Path:
 def test_rescore_into_a_new_out_folder_reuses_the_user_cache(tmp_path, private_cache):
     t = interrupt_tree(tmp_path / "t")
     runner = CliRunner()
-    first = runner.invoke(main, ["fdb-v1", "--tree", str(t), "--out", str(tmp_path / "o1"), "--jobs", "1"])
+    first = runner.invoke(main, ["score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(tmp_path / "o1"), "--jobs", "1"])
     assert first.exit_code == 0, first.output
     assert "[vad] computing speech probabilities for 2 files" in first.stderr
     store = private_cache / "vad" / namespace("onnx")
@@ -206,7 +207,7 @@ def test_rescore_into_a_new_out_folder_reuses_the_user_cache(tmp_path, private_c
     assert stat.S_IMODE(private_cache.stat().st_mode) == 0o700
     mtimes = [p.stat().st_mtime_ns for p in entries]
 
-    second = runner.invoke(main, ["fdb-v1", "--tree", str(t), "--out", str(tmp_path / "o2"), "--jobs", "1"])
+    second = runner.invoke(main, ["score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(tmp_path / "o2"), "--jobs", "1"])
     assert second.exit_code == 0, second.output
     assert "[vad]" not in second.stderr  # nothing computed
     assert sorted(store.rglob("*.npz")) == entries and [p.stat().st_mtime_ns for p in entries] == mtimes

@@ -21,6 +21,7 @@ from duplexeval_aggregator.pipeline_stage import make_stage
 from duplexeval_common.cli import check_config
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import dumps
+from duplexeval_fdb_v1.schemas import SCHEMAS
 
 from .helpers import pause_ann, sample_dir, turn_ann
 
@@ -51,7 +52,7 @@ def test_registry_names_aliases_and_default():
                             "matches": "Full-Duplex-Bench README table (February 2026, Parakeet ASR)"}
     assert "arXiv:2503.04721" in paper.record()["matches"]
     for rev in revisions.REVISIONS.values():
-        validate("metrics", {"definitions": "fdb-v1.0-unified-4", "official_revision": rev.record(),
+        SCHEMAS.validate("metrics", {"definitions": "fdb-v1.0-unified-4", "official_revision": rev.record(),
                              "subsets": {}})
 
 
@@ -108,7 +109,7 @@ def small_tree(root: Path) -> Path:
 
 
 def score(tree: Path, out: Path, *extra: str):
-    res = CliRunner().invoke(main, ["fdb-v1", "--tree", str(tree), "--out", str(out), "--jobs", "1",
+    res = CliRunner().invoke(main, ["score", "--benchmark", "fdb-v1", "--tree", str(tree), "--out", str(out), "--jobs", "1",
                                     *extra])
     assert res.exit_code == 0, res.output
     return res
@@ -122,8 +123,8 @@ def test_revision_is_recorded_in_metrics_unified_and_report(tmp_path, given, nam
     res = score(t, out, *(["--official-revision", given] if given else []))
     metrics = json.loads((out / "metrics.json").read_text())
     uni = json.loads((out / "unified.json").read_text())
-    validate("metrics", metrics)
-    validate("unified", uni)
+    SCHEMAS.validate("metrics", metrics)
+    SCHEMAS.validate("unified", uni)
     record = revisions.REVISIONS[name].record()
     assert metrics["official_revision"] == uni["official_revision"] == record
     lines = res.output.splitlines()
@@ -149,10 +150,10 @@ def test_revision_choice_keeps_metrics_deterministic(tmp_path):
 def test_unknown_revision_exits_2_with_one_line_and_writes_nothing(tmp_path):
     t = small_tree(tmp_path / "t")
     out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["fdb-v1", "--tree", str(t), "--out", str(out),
+    res = CliRunner().invoke(main, ["score", "--benchmark", "fdb-v1", "--tree", str(t), "--out", str(out),
                                                     "--official-revision", "v2"])
     assert res.exit_code == 2
-    assert res.stderr == ("error: --official-revision: unknown official revision 'v2' "
+    assert res.stderr == ("error: official_revision: unknown official revision 'v2' "
                           "(known: d7336bd (current, default), bb59575 (paper))\n")
     assert not out.exists() or not any(out.iterdir())
 
@@ -161,11 +162,14 @@ def test_unknown_revision_exits_2_with_one_line_and_writes_nothing(tmp_path):
 
 def test_stage_config_key_official_revision(tmp_path):
     check_config("aggregator", {"benchmark": "fdb-v1", "icc_gt": None, "official_revision": "bb59575"})
+    with pytest.raises(DuplexEvalError, match="benchmark"):
+        check_config("aggregator", {"official_revision": "paper"})  # which benchmark's revision?
     with pytest.raises(DuplexEvalError, match="official_revision"):
-        check_config("aggregator", {"official_revision": 7})
+        make_stage({"benchmark": "fdb-v1", "official_revision": 7})
     stage_in = tmp_path / "asr"
     small_tree(stage_in / "samples")
-    for config, name in (({}, "d7336bd"), ({"official_revision": "paper"}, "bb59575")):
+    for config, name in (({"benchmark": "fdb-v1"}, "d7336bd"),
+                         ({"benchmark": "fdb-v1", "official_revision": "paper"}, "bb59575")):
         out = tmp_path / f"aggregate-{name}"
         assert make_stage(config).run([stage_in], out, config) == 0
         metrics = json.loads((out / "metrics.json").read_text())
@@ -178,13 +182,13 @@ def test_stage_config_key_official_revision(tmp_path):
 
 def test_stage_refuses_an_unknown_revision_before_any_work(tmp_path):
     with pytest.raises(revisions.UnknownRevision, match=r"unknown official revision 'v9' \(known: "):
-        make_stage({"official_revision": "v9"})
+        make_stage({"benchmark": "fdb-v1", "official_revision": "v9"})
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"official_revision": "v9"}))
+    cfg.write_text(json.dumps({"benchmark": "fdb-v1", "official_revision": "v9"}))
     res = CliRunner().invoke(main, ["check", "--config", str(cfg)])
     assert res.exit_code == 2
     assert res.stderr.count("\n") == 1 and "unknown official revision 'v9'" in res.stderr
-    cfg.write_text(json.dumps({"official_revision": "paper"}))
+    cfg.write_text(json.dumps({"benchmark": "fdb-v1", "official_revision": "paper"}))
     res = CliRunner().invoke(main, ["check", "--config", str(cfg)])
     assert res.exit_code == 0 and res.output == "ok\n"
 

@@ -11,7 +11,7 @@ from .helpers import interrupt_ann, pause_ann, sample_dir, turn_ann, wav
 
 
 def load(tree):
-    return _load_samples(tree, {})
+    return _load_samples(tree, {})[0]
 
 
 def err(tree) -> str:
@@ -117,7 +117,7 @@ def test_upstream_failures_passed_by_the_pipeline(tmp_path):
     assert reason_code("failed:runner") == "failed:runner"
     assert reason_code("asr-aligner") == "failed:asr-aligner"
     sample_dir(tmp_path, "candor_turn_taking", "0", words=[], annotation=turn_ann(2))
-    ss = _load_samples(tmp_path, {"candor_turn_taking/0": "failed upstream in asr-aligner: oom"})
+    ss = _load_samples(tmp_path, {"candor_turn_taking/0": "failed upstream in asr-aligner: oom"})[0]
     assert ss["candor_turn_taking"][0].reasons == ["failed:asr-aligner"]
 
 
@@ -136,7 +136,7 @@ def test_excluded_samples_get_a_reason_code_and_keep_the_problem(tmp_path, sub, 
     sample_dir(tmp_path, sub, "6", words=[], annotation=good_ann)
     with pytest.raises(InputError) as e:
         load(tmp_path)
-    bad, good = _load_samples(tmp_path, {}, exclude_invalid=True)[sub]
+    bad, good = _load_samples(tmp_path, {}, exclude_invalid=True)[0][sub]
     assert bad.reasons == [reason] and not bad.eligible
     assert bad.invalid == (reason, e.value.problem)
     assert good.eligible and good.invalid is None
@@ -146,5 +146,5 @@ def test_a_status_file_that_is_not_json_is_invalid_when_excluding(tmp_path):
     d = sample_dir(tmp_path, "candor_turn_taking", "0", words=[], annotation=turn_ann(2))
     (d / "runner.json").write_text("{nope")
     assert "runner.json is not valid JSON" in err(tmp_path)
-    (s,) = _load_samples(tmp_path, {}, exclude_invalid=True)["candor_turn_taking"]
+    (s,) = _load_samples(tmp_path, {}, exclude_invalid=True)[0]["candor_turn_taking"]
     assert s.reasons == ["invalid:bad-json"]

@@ -97,6 +97,7 @@ class MtrStage:
         if len(inputs.dirs) != 1:
             raise DuplexEvalError("tts-synth needs exactly one --input: the dataset's script folder")
         self.folder = Path(inputs.dirs[0])
+        self.cfg["dataset"] = self.cfg["dataset"] or Path(inputs.dirs[0]).name
         files = sorted(self.folder.glob("*.json"))
         others = [p.name for p in files if not mtr_script.is_mtr_file(p)]
         if others:

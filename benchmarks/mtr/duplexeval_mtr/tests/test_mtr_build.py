@@ -17,6 +17,7 @@ from duplexeval_common.samples import Inputs
 from duplexeval_tts.cli import make_stage
 from duplexeval_tts.engines import TRIM_THRESHOLD
 from duplexeval_mtr.dataset.build import MtrStage
+from duplexeval_mtr.schemas import SCHEMAS
 
 SR = 16000
 LOUD = int(TRIM_THRESHOLD * 32767) - 1
@@ -109,7 +110,7 @@ def test_round_samples(built, dataset):
     model_pcm = np.clip(np.round(gt.model.astype(np.float64) * 32767), -32768, 32767).astype(np.int32)
     for k, doc in enumerate(docs, 1):
         d = folder / f"good-r{k:02d}"
-        assert schemas.problem("mtr-round-sample", doc) is None
+        assert SCHEMAS.problem("round-sample", doc) is None
         assert (doc["dialogue_id"], doc["round"], doc["rounds"], doc["task"], doc["set"], doc["source"]) == \
             ("good", k, 4, "features", "S+I+P+B", "script")
         heard, hist = pcm(d / "input.wav"), pcm(d / "history.wav")
@@ -151,7 +152,7 @@ def test_round_samples(built, dataset):
 def test_dialogue_quality_sample(built):
     d = built / "samples" / "synthetic_dialogue_quality" / "dq-0"
     doc = read_json(d / "dialogue.json")
-    assert schemas.problem("mtr-dialogue", doc) is None
+    assert SCHEMAS.problem("dialogue", doc) is None
     audio = pcm(d / "dialogue.wav", channels=2)
     assert len(audio) == n(doc["duration_s"])
     user, model = audio[:, 0], audio[:, 1]

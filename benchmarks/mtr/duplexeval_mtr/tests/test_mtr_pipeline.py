@@ -19,6 +19,7 @@ from duplexeval_fdb_v1.score.stage import score as fdb_score_stage
 from duplexeval_common.cli import check_config
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.schemas import problem
+from duplexeval_mtr.schemas import SCHEMAS
 
 COMPONENTS = {"dataset": "tts-synth", "rounds": "turn-segmenter", "runner": "duplex-runner",
               "asr": "asr-aligner", "judge": "judge"}
@@ -185,14 +186,14 @@ def test_outputs_exist_and_satisfy_their_schemas(scored):
     out, m = scored["out"], scored["metrics"]
     for name in OUTPUTS + ("tree/coverage.json", "stage.json"):
         assert (out / name).is_file(), name
-    assert problem("mtr-metrics", m) is None
-    assert all(problem("mtr-round", r) is None for r in scored["rows"].values())
+    assert SCHEMAS.problem("metrics", m) is None
+    assert all(SCHEMAS.problem("round", r) is None for r in scored["rows"].values())
     enc = json.loads((out / "tree/smooth_features/s1/encoding.json").read_text())
-    assert problem("mtr-encoding", enc) is None
+    assert SCHEMAS.problem("encoding", enc) is None
     tr = json.loads((out / "tree/smooth_features/s1/transcript.json").read_text())
-    assert problem("mtr-transcript", tr) is None
+    assert SCHEMAS.problem("transcript", tr) is None
     for line in (out / "tree/synthetic_dialogue_quality/q1/judgements.jsonl").read_text().splitlines():
-        assert problem("mtr-judgement", json.loads(line)) is None
+        assert SCHEMAS.problem("judgement", json.loads(line)) is None
     stage = json.loads((out / "stage.json").read_text())
     assert "tree/smooth_features/s1/encoding.json" in stage["outputs"]
     assert stage["invocation_notes"]["mtr"] == {"dialogues": 6, "invalid": 3, "missing": 3}

@@ -21,6 +21,7 @@ from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.schemas import problem
 from duplexeval_common.llm import prompts
 from duplexeval_mtr import judging as mtr
+from duplexeval_mtr.schemas import SCHEMAS
 
 from tests.conftest import command, write_stage
 from tests.judge.chat_server import error, ok
@@ -139,7 +140,7 @@ def test_mtr_rounds_are_judged_by_construction(tmp_path, server):
     # the judgements
     def jj(subset, sid):
         rec = read_json(out / "samples" / subset / sid / "judgement.json")
-        assert problem("mtr-judgement", rec) is None
+        assert SCHEMAS.problem("judgement", rec) is None
         return rec
     got = {(s, i): jj(s, i) for s, i in [(IF_S, "if1-r01"), (IF_S, "if1-r02"), (IF_S, "if1-r03"),
                                          (SAFE_S, "s1-r01"), (SAFE_S, "s1-r02"), (DQ_S, "dq1-r01")]}

@@ -14,6 +14,7 @@ from duplexeval_mtr.score import score_tree
 from duplexeval_mtr.score.judged import DQ_RESCALE
 from duplexeval_common.stats import wilson
 from duplexeval_common.schemas import problem
+from duplexeval_mtr.schemas import SCHEMAS
 
 
 def words(start, n, dur=0.3, gap=0.1):
@@ -96,8 +97,8 @@ def tree(tmp_path):
 
 def test_feature_tables(tree):
     metrics, rows = score_tree(tree)
-    assert problem("mtr-metrics", metrics) is None
-    assert all(problem("mtr-round", r) is None for r in rows)
+    assert SCHEMAS.problem("metrics", metrics) is None
+    assert all(SCHEMAS.problem("round", r) is None for r in rows)
     s = metrics["subsets"]["single_smooth"]
     assert (s["task"], s["set"], s["dialogues"], s["rounds_declared"], s["rounds_observed"]) == (
         "features", "smooth", 3, 30, 28)
@@ -264,9 +265,9 @@ def test_cli_writes_schema_valid_deterministic_output(tree, tmp_path):
     for name in ("metrics.json", "rounds.jsonl"):
         assert (out1 / name).read_bytes() == (out2 / name).read_bytes()
     metrics = json.loads((out1 / "metrics.json").read_text())
-    assert problem("mtr-metrics", metrics) is None
+    assert SCHEMAS.problem("metrics", metrics) is None
     rows = [json.loads(x) for x in (out1 / "rounds.jsonl").read_text().splitlines()]
-    assert len(rows) == 30 + 6 + 4 + 4 and all(problem("mtr-round", r) is None for r in rows)
+    assert len(rows) == 30 + 6 + 4 + 4 and all(SCHEMAS.problem("round", r) is None for r in rows)
 
 
 def test_cli_invalid_dialogue_listed_and_rest_scored(tree, tmp_path):
@@ -294,8 +295,8 @@ def test_cli_refuses_out_inside_tree(tree):
 
 def test_schemas_accept_the_inputs(tree):
     d = tree / "single_smooth" / "1"
-    assert problem("mtr-encoding", json.loads((d / "encoding.json").read_text())) is None
-    assert problem("mtr-transcript", json.loads((d / "transcript.json").read_text())) is None
+    assert SCHEMAS.problem("encoding", json.loads((d / "encoding.json").read_text())) is None
+    assert SCHEMAS.problem("transcript", json.loads((d / "transcript.json").read_text())) is None
     line = (tree / "if_interruption" / "1" / "judgements.jsonl").read_text().splitlines()[0]
-    assert problem("mtr-judgement", json.loads(line)) is None
-    assert problem("mtr-encoding", {"dialogue_id": "1", "task": "features", "rounds": []}) is not None
+    assert SCHEMAS.problem("judgement", json.loads(line)) is None
+    assert SCHEMAS.problem("encoding", {"dialogue_id": "1", "task": "features", "rounds": []}) is not None

@@ -24,6 +24,7 @@ from duplexeval_common.ipus import segments_from_words
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.schemas import validate
 from duplexeval_segmenter.stage import make_stage
+from duplexeval_mtr.schemas import SCHEMAS
 
 from tests.turn_segmenter.dialogues import dialogue, write
 from tests.turn_segmenter.helpers import boundaries_within
@@ -160,7 +161,7 @@ def test_round_json_fields_and_lines(three):
     model = segments_from_words(read_json(asr / "samples" / key / "model.json")["words"])
     for k in range(1, k_all + 1):
         r = read_json(tmp / "rounds" / "samples" / DQ / f"d1-r{k:02d}" / "round.json")
-        validate("mtr-round-sample", r)
+        SCHEMAS.validate("round-sample", r)
         assert {k2: r[k2] for k2 in ("format", "dialogue_id", "round", "rounds", "task", "set", "source")} == {
             "format": "mtr-round/1", "dialogue_id": "d1", "round": k, "rounds": k_all, "task": "dialogue_quality",
             "set": None, "source": "segmentation"}
@@ -185,7 +186,7 @@ def test_round_json_fields_and_lines(three):
     # the encodings, gathered as the aggregator's scoring tree holds them (schemas/mtr-encoding.schema.json)
     encs = [read_json(tmp / "rounds" / "samples" / DQ / f"d1-r{k:02d}" / "round.json")["encoding"]
             for k in range(1, k_all + 1)]
-    validate("mtr-encoding", {"dialogue_id": "d1", "task": "dialogue_quality", "rounds": encs})
+    SCHEMAS.validate("encoding", {"dialogue_id": "d1", "task": "dialogue_quality", "rounds": encs})
 
 
 def test_manifest_lists_the_dataset_rounds_and_these(three):
