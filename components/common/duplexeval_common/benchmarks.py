@@ -248,14 +248,15 @@ class Benchmark:
         return self.module_dir.joinpath(*parts)
 
     def digest(self) -> str:
-        """sha256 of the package's source and data: part of the identity of its stages."""
+        """sha256 of the package's source and data (its ``tests`` left out): part of the
+        identity of its stages."""
         return _digest(str(self.module_dir))
 
 
 @functools.lru_cache(maxsize=None)
 def _digest(folder: str) -> str:
     from .hashing import sha256_tree
-    return sha256_tree(Path(folder))
+    return sha256_tree(Path(folder), exclude=("tests",))
 
 
 def _package_dir(package: str) -> Path:

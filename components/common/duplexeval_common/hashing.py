@@ -31,23 +31,26 @@ def sha256_json(obj: Any) -> str:
     return sha256_bytes(canonical_bytes(obj))
 
 
-def _tree_files(root: Path) -> Iterable[Path]:
+def _tree_files(root: Path, exclude: frozenset[str] = frozenset()) -> Iterable[Path]:
     for p in sorted(root.rglob("*")):
-        if p.is_file() and not (set(p.relative_to(root).parts) & _SKIP_DIRS) \
+        parts = p.relative_to(root).parts
+        if p.is_file() and not (set(parts) & _SKIP_DIRS) and parts[0] not in exclude \
                 and p.suffix not in _SKIP_SUFFIXES and p.name not in _SKIP_NAMES:
             yield p
 
 
-def sha256_tree(*roots: Path) -> str:
+def sha256_tree(*roots: Path, exclude: Iterable[str] = ()) -> str:
     """Hash of every file's relative path and content under the roots.
 
     Used as a component's identity in the local runtime: the source and the
-    lock file decide what it computes.
+    lock file decide what it computes. ``exclude`` names top-level folders of
+    each root left out (a benchmark's ``tests``).
     """
+    skip = frozenset(exclude)
     h = hashlib.sha256()
     for root in roots:
         root = Path(root)
-        for p in _tree_files(root):
+        for p in _tree_files(root, skip):
             if any(part.endswith(".egg-info") for part in p.parts):
                 continue
             h.update(f"{root.name}/{p.relative_to(root).as_posix()}\0".encode())
