@@ -16,6 +16,15 @@ ground-truth history; runner.json then has `round`.
 A sample whose realtime pacing drifted past the limit is written, with `"status":
 "ineligible"` and the reason in runner.json: the aggregator leaves it out and counts it in
 coverage.
+
+Paired runs (`sessions`): a benchmark's plan may ask for each sample to be run on several inputs,
+`[{"name": "overlap", "prefix": ""}, {"name": "clean", "prefix": "clean_"}]`. Each is its own
+session, one after the other, with the same settings and seed: `<prefix>input.wav` in,
+`<prefix>output.wav`, `<prefix>events.jsonl` and `<prefix>runner.json` out, the record naming its
+session and the sha256 of the input that produced it. A session marked `optional` is skipped where
+its input is absent (e.g. a counterfactual twin made for one task only); any other missing input
+fails the sample with one line. Without `sessions` a sample is one session on input.wav and its
+files are named as above with no prefix.
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.errors import DuplexEvalError, SampleError
+from duplexeval_common.hashing import sha256_file
 from duplexeval_common.secrets import redact
 from duplexeval_common.stage import SampleContext, Stage
 
@@ -40,7 +50,7 @@ from .registry import RUNNERS, requires
 from .settings import Setting, Spec
 
 COMPONENT = "duplex-runner"
-DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}}
+DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}, "sessions": None}
 # The runner_args the core takes for itself (never passed to the runner), declared like a runner's.
 CORE = Spec(
     Setting("concurrency", int, 1, "samples at once, one session each (network runners only)", ge=1, le=256,
@@ -62,11 +72,37 @@ def resolve_config(config: dict) -> dict:
         raise DuplexEvalError("config: runner_args must be an object")
     if cfg["seed"] is not None and (not isinstance(cfg["seed"], int) or isinstance(cfg["seed"], bool)):
         raise DuplexEvalError("config: seed must be an integer or null")
+    cfg["sessions"] = check_sessions(cfg["sessions"])
     core = {**CORE.defaults(), **{k: v for k, v in cfg["runner_args"].items() if k in CORE}}
     CORE.check(f"runner {cfg['runner']!r}", core)
     cfg["core"] = core
     cfg["runner_args"] = {k: v for k, v in cfg["runner_args"].items() if k not in CORE}
     return cfg
+
+
+def check_sessions(sessions: Any) -> list[dict] | None:
+    """The `sessions` setting, checked: None (one session on input.wav) or a list of objects with a
+    unique name and a unique prefix of letters, digits and underscores (empty for the plain names)."""
+    if sessions is None:
+        return None
+    if not isinstance(sessions, list) or not sessions:
+        raise DuplexEvalError("config: sessions must be a non-empty list of {name, prefix} objects")
+    names, prefixes = set(), set()
+    for i, s in enumerate(sessions):
+        if not isinstance(s, dict) or set(s) - {"name", "prefix", "optional"} or not {"name", "prefix"} <= set(s):
+            raise DuplexEvalError(f"config: sessions[{i}] must be an object with name and prefix (and optional)")
+        name, prefix = s["name"], s["prefix"]
+        if not (isinstance(name, str) and name.isascii() and name.replace("-", "").replace("_", "").isalnum()):
+            raise DuplexEvalError(f"config: sessions[{i}] name must be letters, digits, - or _ (got {name!r})")
+        if not (isinstance(prefix, str) and prefix.isascii() and (prefix == "" or prefix.replace("_", "").isalnum())):
+            raise DuplexEvalError(f"config: sessions[{i}] prefix must be letters, digits or _ (got {prefix!r})")
+        if name in names or prefix in prefixes:
+            raise DuplexEvalError(f"config: sessions[{i}] repeats a name or prefix ({name!r}, {prefix!r})")
+        if not isinstance(s.get("optional", False), bool):
+            raise DuplexEvalError(f"config: sessions[{i}] optional must be true or false")
+        names.add(name)
+        prefixes.add(prefix)
+    return [dict(s) for s in sessions]
 
 
 def build_runner(cfg: dict):
@@ -97,7 +133,24 @@ def seed_everything(seed: int | None) -> None:
 
 
 def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
-    user, sr = ctx.read_wav("input.wav", channels=None)  # any rate; several channels are mixed down
+    """Every session of the sample (`sessions`; one on input.wav without it), one after the other."""
+    sessions = cfg["sessions"]
+    if sessions is None:
+        run_session(ctx, runner, cfg, "", None)
+        return
+    for s in sessions:
+        if not ctx.has_input(f"{s['prefix']}input.wav"):
+            if s.get("optional"):
+                continue
+            raise SampleError(ctx.id, f"{s['prefix']}input.wav is missing (the input of session {s['name']!r})")
+    for s in sessions:
+        if ctx.has_input(f"{s['prefix']}input.wav"):
+            run_session(ctx, runner, cfg, s["prefix"], s["name"])
+
+
+def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | None) -> None:
+    source = f"{prefix}input.wav"
+    user, sr = ctx.read_wav(source, channels=None)  # any rate; several channels are mixed down
     round_ = rounds.load(ctx, len(user), sr)  # None unless the sample has round.json (checked first)
     with _SETUP:
         runner.setup()
@@ -128,6 +181,8 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
         "seed": cfg["seed"],
         "deterministic": deterministic,
     }
+    if name is not None:
+        record["session"] = {"name": name, "input": source, "input_sha256": sha256_file(ctx.input_path(source))}
     if ineligible:
         record["ineligible"] = {"code": "drift", "reason": ineligible}
         ctx.retry = f"ineligible: {ineligible}"  # kept and scored as ineligible; the next run tries again
@@ -135,11 +190,11 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
         record["profile"] = runner.profile
     if session.round_record is not None:
         record["round"] = session.round_record
-    ctx.write_wav("output.wav", out, sr)
+    ctx.write_wav(f"{prefix}output.wav", out, sr)
     # Whatever a runner put in its settings or events, no credential is written: a URL's password or
     # secret query parameter, a secret-named setting, a key of the environment (secrets.redact).
-    ctx.write_jsonl("events.jsonl", redact(log.rows), "runner-event")
-    ctx.write_json("runner.json", redact(record), "runner-record")
+    ctx.write_jsonl(f"{prefix}events.jsonl", redact(log.rows), "runner-event")
+    ctx.write_json(f"{prefix}runner.json", redact(record), "runner-record")
 
 
 def make_stage(config: dict) -> Stage:

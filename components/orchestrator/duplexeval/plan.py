@@ -95,14 +95,17 @@ def dataset_stage(dataset: str, limit: int | None, subsets: list[str] | None) ->
                      [Source(dataset, ds_source)])
 
 
-def runner_stage(model: str, runner_args: dict | None, inputs: list, environ: dict) -> StageSpec:
+def runner_stage(model: str, runner_args: dict | None, inputs: list, environ: dict,
+                 sessions: list[dict] | None = None) -> StageSpec:
     """The model's runner stage: its catalog settings, the endpoint from the environment, the
-    content digest of the folders its settings name."""
+    content digest of the folders its settings name; `sessions` when the benchmark runs each
+    sample on several inputs (the runner core's paired runs)."""
     m = catalog.model(model)
     r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
     content = content_digests(r_args)
     return StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
-                                              **({"content": content} if content else {})},
+                                              **({"content": content} if content else {}),
+                                              **({"sessions": sessions} if sessions else {})},
                      inputs, network=m.network, keys=m.keys)
 
 
@@ -158,9 +161,11 @@ class Planner:
         spec.config = {"benchmark": self.benchmark, **spec.config}
         return spec
 
-    def runner_stage(self, inputs: list) -> StageSpec:
-        """The model's runner (the runner core runs no benchmark hook: its settings name none)."""
-        return runner_stage(self.model, self.runner_args, inputs, self.environ)
+    def runner_stage(self, inputs: list, sessions: list[dict] | None = None) -> StageSpec:
+        """The model's runner (the runner core runs no benchmark hook: its settings name none).
+        `sessions`: run each sample once per input, `[{"name", "prefix", "optional"?}]` (stage.py
+        of the runner core)."""
+        return runner_stage(self.model, self.runner_args, inputs, self.environ, sessions)
 
     def asr_stage(self, name: str, inputs: list, **config) -> StageSpec:
         return self.stage(name, "asr-aligner", {"backend": self.asr, "backend_args": dict(self.asr_args or {}),
