@@ -39,6 +39,7 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
 from duplexeval_common.samples import STAGE_RECORD
+from duplexeval_common.watchdog import watchdog
 
 from .paths import is_runner
 from .runtime import Call, Limits, LogRelay, Outcome
@@ -198,6 +199,11 @@ class SlurmExecutor:
         n = self._shards(call)
         finalize_script = self._script(work / "finalize.sh", argv, None)
         tag = f"    {call.component}"
+        # Ctrl-C, SIGTERM or SIGHUP (runtime.Terminated): the stage's jobs are cancelled; killed
+        # outright, the orchestrator's watchdog cancels them (and holds the stage's locks till then)
+        wd = watchdog()
+        token = wd.watch("call", ["duplexeval.executor_slurm", "cancel", [f"duplexeval-{call.key}"]],
+                         fds=call.lock_fds)
         try:
             if n > 1:
                 shard_script = self._script(work / "shard.sh", argv, n)
@@ -206,8 +212,10 @@ class SlurmExecutor:
                     return bad
             return self._run_finalize(call, limits, env, work, finalize_script, tag)
         except KeyboardInterrupt:
-            _cmd(["scancel", f"--name=duplexeval-{call.key}"], check=False)
+            cancel(f"duplexeval-{call.key}")
             raise
+        finally:
+            wd.drop(token)
 
     def _submit(self, args: list[str], env: dict) -> str:
         out = _cmd(args, env).strip()
@@ -308,6 +316,11 @@ def _last_error(paths) -> str:
         if lines:
             return lines[-1].split(":", 1)[1].strip()
     return ""
+
+
+def cancel(job_name: str) -> None:
+    """scancel every job of this name (a stage's shards and finalize step)."""
+    _cmd(["scancel", f"--name={job_name}"], check=False)
 
 
 def docker_command(image: str, args: list[str], mounts: list[tuple], network: bool,
