@@ -300,21 +300,36 @@ class SlurmExecutor:
         raise DuplexEvalError(f"jobs {' '.join(left)} of stage {key[:12]} did not end after scancel")
 
     def _relay(self, call: Call, outputs: list[Path]) -> str:
-        """Copy the jobs' output (scrubbed) into the run's log of the stage; the last error line."""
+        """Copy the jobs' output (scrubbed, each line bounded: runtime.LogRelay) into the run's log of
+        the stage; the last error line."""
         relay = LogRelay(call.log_file, quiet=True)
         for p in outputs:
             if p.is_file():
-                relay.feed(f"--- {p.name}\n".encode() + p.read_bytes())
+                relay.feed(f"--- {p.name}\n".encode())
+                _feed_file(relay, p)
                 relay.feed(b"\n")
         relay.close()
         return relay.last_error
 
 
+def _feed_file(relay: LogRelay, path: Path) -> None:
+    """A job's output file through a relay, a megabyte at a time (never the whole file in memory)."""
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                relay.feed(chunk)
+    except OSError:
+        pass
+
+
 def _last_error(paths) -> str:
+    """The last `error:` line of the first of these job outputs that has one (scrubbed, bounded)."""
     for p in paths:
-        lines = [line for line in p.read_text(errors="replace").splitlines() if line.startswith("error:")]
-        if lines:
-            return lines[-1].split(":", 1)[1].strip()
+        relay = LogRelay(None, quiet=True)
+        _feed_file(relay, p)
+        relay.close()
+        if relay.last_error:
+            return relay.last_error
     return ""
 
 

@@ -32,6 +32,8 @@ from .runtime import Limits
 from .store import Store, content_digest
 
 MAX_LINES = 40  # changed values shown per file
+MAX_COMPARED_BYTES = 16 << 20  # larger files are compared byte for byte only (no values shown)
+MAX_LINE_CHARS = 400           # a changed value shown is cut here
 
 
 @dataclass
@@ -114,6 +116,8 @@ def file_changes(name: str, old: bytes | None, new: bytes | None) -> list[str]:
     if new is None:
         return ["not written by the new aggregate stage"]
     lines: list[str] = []
+    if max(len(old), len(new)) > MAX_COMPARED_BYTES:  # a diff of hostile sizes would take quadratic time
+        return [f"the bytes differ ({len(old)} archived, {len(new)} rescored; too large to show values)"]
     try:
         if name.endswith(".json"):
             lines = json_changes(json.loads(old), json.loads(new))
@@ -126,7 +130,7 @@ def file_changes(name: str, old: bytes | None, new: bytes | None) -> list[str]:
                     lines.append(f"{k}: row -> (absent)")
                 else:
                     lines += json_changes(a[k], b[k], k)
-    except ValueError:
+    except (ValueError, RecursionError, AttributeError):
         lines = []
     if not lines:  # text, or JSON equal in value but not in bytes
         lines = [d.rstrip("\n") for d in difflib.unified_diff(
@@ -134,7 +138,8 @@ def file_changes(name: str, old: bytes | None, new: bytes | None) -> list[str]:
             "archived", "rescored", n=0, lineterm="")][2:] or ["the bytes differ (same values)"]
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... and {len(lines) - MAX_LINES} more"]
-    return lines
+    return [x if len(x) <= MAX_LINE_CHARS else x[:MAX_LINE_CHARS] + f" [... {len(x) - MAX_LINE_CHARS} more characters]"
+            for x in lines]
 
 
 def _runtime(name: str, image: str | None):
