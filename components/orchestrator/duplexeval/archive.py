@@ -56,9 +56,28 @@ TMPFS = Path("/dev/shm")
 # The root files rescore compares, those the aggregate stage wrote (Full-Duplex-Bench: the first
 # four; MTR-DuplexBench: metrics.json, rounds.jsonl, report.md); a file neither side has is skipped.
 COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "rounds.jsonl", "report.md")
-# The most members an archive may hold (a full fdb-synth run archives about 6,000): reading stops at
-# the first member past it, so a small file of a million empty members costs seconds, not minutes.
-MAX_MEMBERS = 100_000
+# The most members an archive may hold: 1,000,000 (a full fdb-synth run archives about 6,000, an
+# mtr-synth run of the paper's sizes over 100,000), and, unless --max-members says otherwise, at
+# most MEMBERS_FREE plus one per MEMBER_BYTES bytes of the archive file: a real member (a record
+# with hashes, audio, probabilities) never compresses below that, so a small file of a million
+# empty members is refused after a few ten thousand. Reading stops at the first member past the
+# limit.
+MAX_MEMBERS = 1_000_000
+MEMBERS_FREE = 20_000
+MEMBER_BYTES = 32
+
+
+def member_limit(path: Path, max_members: int | None = None) -> tuple[int, str]:
+    """(the most members the archive at `path` may hold, how that limit is set)."""
+    if max_members is not None:
+        return int(max_members), "--max-members"
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0
+    n = min(MAX_MEMBERS, MEMBERS_FREE + size // MEMBER_BYTES)
+    return n, (f"the member limit: {MEMBERS_FREE} and one per {MEMBER_BYTES} bytes of the file, at most "
+               f"{MAX_MEMBERS}; --max-members")
 
 
 # ---- names ------------------------------------------------------------------------------------
@@ -133,16 +152,16 @@ class _Members:
 
     def __init__(self, path: Path, on_file, limit: int | None):
         self.path, self.on_file = path, on_file
-        self.limit = MAX_MEMBERS if limit is None else int(limit)
-        if self.limit < 1:
-            raise ArchiveError(f"--max-members must be at least 1, got {self.limit}")
+        if limit is not None and int(limit) < 1:
+            raise ArchiveError(f"--max-members must be at least 1, got {limit}")
+        self.limit, self.why = member_limit(path, limit)
         self.n = 0
 
     def __call__(self, name: str, member, data) -> None:
         self.n += 1
         if self.n > self.limit:
             raise ArchiveError(f"{self.path.name}: refused member {name!r}: the archive holds more than "
-                               f"{self.limit} members (the member limit, --max-members); nothing extracted")
+                               f"{self.limit} members ({self.why}); nothing extracted")
         rel = name.split("/", 1)[1] if "/" in name else name
         bad = path_problem(rel)
         if bad:
@@ -387,6 +406,10 @@ def write_with_record(store, run_ref: str, out: Path, cache: Path | None = None)
             comp.close()
             raw.flush()
             os.fsync(raw.fileno())
+        limit, why = member_limit(tmp)
+        if len(members) + 2 > limit:  # what verify, rescore and the leaderboard would refuse
+            raise ArchiveError(f"run {run_id}: {len(members) + 2} members in {tmp.stat().st_size} bytes, more "
+                               f"than an archive may hold ({limit}, {why})")
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -11,7 +11,8 @@ import click
 from duplexeval_common.cli import one_line_errors
 
 MAX_BYTES_HELP = "Refuse an archive that expands past this many bytes (default 32 GiB)."
-MAX_MEMBERS_HELP = "Refuse an archive of more than this many members (default 100000)."
+MAX_MEMBERS_HELP = ("Refuse an archive of more than this many members (default: 20000 and one per 32 bytes "
+                    "of the file, at most 1000000).")
 
 
 @click.command("archive")
