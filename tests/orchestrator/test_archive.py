@@ -243,7 +243,10 @@ def test_runs_that_cannot_be_archived(made, tmp_path):
     shutil.copytree(home / "runs", copy / "runs", symlinks=True)
     (copy / "store").mkdir()
     rec_path = copy / "runs" / run["run_id"] / "run.json"
-    for change, message in ((dict(status="running"), "is still running"),
+    from duplexeval.provenance import orchestrator
+    # still running: its orchestrator (this process) is alive (one that is gone is interrupted, store.settle)
+    alive = {**run["environment"], "orchestrator": orchestrator()}
+    for change, message in ((dict(status="running", environment=alive), "is still running"),
                             (dict(status="failed", stages=run["stages"][:2], reason="stage asr: crashed"),
                              "failed before the aggregate stage (stage asr: crashed)")):
         rec_path.write_text(json.dumps({**run, **change}))

@@ -7,7 +7,13 @@
                                     archive's root (the folder with run.json)
     verified(path, max_bytes)       the same pass, every member hashed: yields (root, differences)
     stage_dir(root, run, name)      the archived store/<key> folder of one stage of the run
+    run_problems(run, top)          what in a run record cannot be trusted to build a path
+    member_limit(path)              how many members the archive file may hold
     ArchiveError                    unreadable, unsafe or refused: one line
+
+Every name read from an archive that a path is built from (run id, stage names and keys, member
+paths, a stage.json's outputs and samples) follows the sample-id rule (samples.name_problem) and
+is checked before the path is built; reading stops at the member limit.
 
 Layout: one top folder `<run_id>/` holding run.json, packages.txt, environment.json,
 store/<key>/ (stage.json and every output it lists) for every stage of the run,
@@ -37,11 +43,11 @@ from typing import Iterator
 from duplexeval_common.jsonio import dumps
 from duplexeval_common.samples import STAGE_RECORD, name_problem
 
-from .paths import component_command
 from .extract import DEFAULT_MAX_BYTES, ArchiveError, NoRoom, read_all, walk, writer_into
+from .paths import component_command
 
 __all__ = ["ArchiveError", "write", "write_with_record", "verify", "check", "extracted", "verified",
-           "stage_dir", "run_problems", "FORMAT", "MAX_MEMBERS"]
+           "stage_dir", "run_problems", "member_limit", "FORMAT", "MAX_MEMBERS"]
 
 FORMAT = 1
 ARCHIVE_JSON = "archive.json"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.jsonio import atomic_write_text, read_json
+from duplexeval_common.jsonio import atomic_write_text
 from duplexeval_common.samples import NAME_PATTERN, name_problem
 
 from .store import Store

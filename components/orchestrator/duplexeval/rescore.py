@@ -7,6 +7,9 @@ network off), reading the archived dataset, runner, asr and judge stages: the ju
 called, its judgements are archived outputs. The VAD cache entries in the archive are the stage's
 cache, so a rescore of the same audio is warm. The new outputs are compared byte for byte with the
 archived metrics.json, unified.json, unified-samples.jsonl and report.md.
+
+`rescored(path)` is the same pass as a context (the leaderboard and compare of archives use it:
+an archive's numbers are the rescored ones, never only its stored ones; docs/archives.md).
 """
 
 from __future__ import annotations
