@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1"
                                 reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
 
 ARGS = ["--model", "fixed-latency", "--judge", "none", "--limit", "1"]
-COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "report.md")
+COMPARED = ("metrics.json", "report.md", "unified-samples.jsonl", "unified.json")  # sorted, as rescore lists them
 
 
 def dx(home, *args):

@@ -132,7 +132,7 @@ def test_archive_verify_rescore_round_trip_byte_for_byte(made, chat, tmp_path):
     out = tmp_path / "rescored"
     r = dx(home, "rescore", str(zst), "-o", str(out))
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    assert r.stdout.splitlines()[0] == "identical: metrics.json unified.json unified-samples.jsonl report.md"
+    assert r.stdout.splitlines()[0] == "identical: metrics.json report.md unified-samples.jsonl unified.json"
     assert len(chat.calls) == calls  # the judge was never called: its judgements are archived outputs
     agg = home / "store" / run["stages"][-1]["key"]
     for name in ("metrics.json", "unified.json", "unified-samples.jsonl", "report.md"):
@@ -243,7 +243,10 @@ def test_runs_that_cannot_be_archived(made, tmp_path):
     shutil.copytree(home / "runs", copy / "runs", symlinks=True)
     (copy / "store").mkdir()
     rec_path = copy / "runs" / run["run_id"] / "run.json"
-    for change, message in ((dict(status="running"), "is still running"),
+    from duplexeval.provenance import orchestrator
+    # still running: its orchestrator (this process) is alive (one that is gone is interrupted, store.settle)
+    alive = {**run["environment"], "orchestrator": orchestrator()}
+    for change, message in ((dict(status="running", environment=alive), "is still running"),
                             (dict(status="failed", stages=run["stages"][:2], reason="stage asr: crashed"),
                              "failed before the aggregate stage (stage asr: crashed)")):
         rec_path.write_text(json.dumps({**run, **change}))

@@ -11,12 +11,22 @@ mixing old entries with new ones.
     cache_namespace("vad-onnx", ort="1.32.0", model=sha256)
                                 "vad-onnx-ort1.32.0-<first 16 hex digits of sha256>"
     private_dir(path)           creates path (and missing parents) with mode 0o700
+    usable_cache_dir(path)      path (default user_cache_dir()) made and writable, else None
+    cache_for_run()             the cache to give a run's stages: the user's when usable, else a
+                                fresh scratch folder removed at exit (and a note saying so)
+
+A cache never decides a result: a cache folder that cannot be made or written (a read-only
+$DUPLEXEVAL_CACHE, a full disk) is no cache, and whatever would have been cached is computed.
+Callers ask `usable_cache_dir` and, given None, compute without caching.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 ENV = "DUPLEXEVAL_CACHE"
@@ -84,3 +94,35 @@ def private_dir(path: Path) -> Path:
         except FileExistsError:  # another process made it first
             pass
     return path
+
+
+def usable_cache_dir(path: Path | None = None) -> Path | None:
+    """`path` (default user_cache_dir()) when a cache can live there: made if missing (private_dir)
+    and a file can be created and removed in it; else None (read-only, full, not a folder). A
+    caller given None computes instead of caching: a cache must never decide a result."""
+    path = Path(path) if path is not None else user_cache_dir()
+    try:
+        private_dir(path)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        return None
+    return path
+
+
+def cache_for_run(path: Path | None = None) -> tuple[Path | None, str | None]:
+    """(the cache root to give a run's stages, a note or None). The user's cache when usable;
+    else a fresh private scratch folder in the system's temporary folder, removed when this
+    process exits (the stages compute everything, and still have somewhere to write), with a
+    note naming the unusable cache; (None, note) when even that cannot be made."""
+    path = Path(path) if path is not None else user_cache_dir()
+    if usable_cache_dir(path) is not None:
+        return path, None
+    why = f"note: the cache {path} cannot be written: this run caches nothing and computes everything"
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="duplexeval-cache-"))
+    except OSError:
+        return None, why
+    atexit.register(shutil.rmtree, scratch, True)
+    return scratch, why + f" (scratch cache {scratch}, removed at exit)"

@@ -38,13 +38,24 @@ _NOT_SECRET_ENV = {"DUPLEXEVAL_STAGE_KEY", "PWD", "OLDPWD"}
 _SECRET_PARAMS = {"key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "auth_token",
                   "password", "pass", "pwd", "secret", "sig", "signature", "x-amz-signature",
                   "x-goog-signature", "client_secret"}
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>]+")
+# A URL: a scheme, `://` and everything up to a space, a quote or an angle bracket. The scheme
+# starts at a word boundary: at the first letter of a run of scheme characters that follows a
+# non-word character, or a letter after `+`, `.` or `-` inside the run. Found by runs (each run of
+# scheme characters is read once, possessively, and only runs followed by `://` are looked at), so
+# the time is linear in the text's length.
+_SCHEME_RUN = re.compile(r"(?<![a-zA-Z0-9+.\-])[a-zA-Z0-9+.\-]++(?=://[^\s'\"<>])")
+_URL_REST = re.compile(r"://[^\s'\"<>]+")
+_WORD = re.compile(r"\w")
 # `name=value` / `name: value` in text: every name followed by a separator (so in
 # `--runner-arg=api_key=X` both `runner-arg` and `api_key` are names); a value runs to the next
-# space, comma, semicolon or ampersand, or is a quoted string.
-_NAME_SEP = re.compile(r"(?P<k>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>\s*[=:]\s*)")
-_VALUE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s,;&]+")
-_SCHEME_TOKEN = re.compile(r"\b(?P<s>Bearer|Basic|Token|Digest)\s+(?P<v>[A-Za-z0-9._~+/=\-]{6,})")
+# space, comma, semicolon or ampersand, or is a quoted string. A name is the part of a run of name
+# characters from its first letter or underscore on (the leading digits, dots and dashes are not
+# part of it): the run is matched from its start only (the look-behind) and possessively, so a
+# long run that is no name costs its length once, not its length squared.
+_NAME_SEP = re.compile(r"(?<![A-Za-z0-9_.\-])[0-9.\-]*+(?P<k>[A-Za-z_][A-Za-z0-9_.\-]*+)(?P<sep>\s*+[=:]\s*+)")
+_UNQUOTED = re.compile(r"[^\s,;&]+")
+_SCHEME_TOKEN = re.compile(r"\b(?P<s>Bearer|Basic|Token|Digest)\s++(?P<v>[A-Za-z0-9._~+/=\-]{6,}+)")
+_SCHEME_WORDS = ("Bearer", "Basic", "Token", "Digest")
 # Environment values searched for in text: long enough, and credential-like (a digit, or long).
 _MIN_SECRET_LEN = 8
 
@@ -52,11 +63,12 @@ _MIN_SECRET_LEN = 8
 def is_secret_name(name: Any) -> bool:
     """Whether a setting or environment variable of this name holds a credential."""
     name = str(name)
-    if name.lower().endswith(("_env", "-env")) or name in _NOT_SECRET_ENV:
+    if name[-4:].lower() in ("_env", "-env") or name in _NOT_SECRET_ENV:
         return False
-    if name.isupper() and name.endswith("_KEY"):
+    if name.endswith("_KEY") and name.isupper():
         return True
-    return bool(_SECRET_TAIL.search(name))
+    # the tail is at most 14 characters: a long name is judged by its end (same answer, no scan)
+    return bool(_SECRET_TAIL.search(name if len(name) <= 40 else name[-40:]))
 
 
 def _credential_like(value: str) -> bool:
@@ -112,44 +124,138 @@ def _redact_params(text: str) -> str:
     return text
 
 
+def _needles(extra: Iterable[str]) -> list[str]:
+    """The values to hunt in text: the given ones and the secret environment values, longest
+    first (so a secret that holds another is replaced whole)."""
+    return sorted({*(e for e in extra if e), *env_secrets()}, key=lambda v: (-len(v), v))
+
+
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
-    """Text with every known secret value, URL credential and `secret_name=value` replaced."""
+    """Text with every known secret value, URL credential and `secret_name=value` replaced.
+
+    Linear in the text's length (a 10 MB text takes a fraction of a second)."""
     if not text:
         return text
-    for v in [*sorted({e for e in extra if e}, key=len, reverse=True), *env_secrets()]:
+    return _scrub(text, _needles(extra))
+
+
+def _scrub(text: str, needles: list[str]) -> str:
+    if not text:
+        return text
+    for v in needles:
         if v in text:
             text = text.replace(v, REDACTED)
-    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    text = _SCHEME_TOKEN.sub(lambda m: f"{m.group('s')} {REDACTED}", text)
-    return _redact_assignments(text)
+    if "://" in text:
+        text = _redact_urls(text)
+    if any(w in text for w in _SCHEME_WORDS):
+        text = _SCHEME_TOKEN.sub(lambda m: f"{m.group('s')} {REDACTED}", text)
+    if "=" in text or ":" in text:
+        text = _redact_assignments(text)
+    return text
 
 
-def _redact_assignments(text: str) -> str:
-    """`secret_name=value` and `secret_name: "value"` with the value replaced."""
+def _scheme_start(text: str, start: int, end: int) -> int | None:
+    """Where a URL's scheme begins in the run of scheme characters text[start:end] (the first
+    letter at a word boundary), or None when no letter of the run is at one."""
+    for p in range(start, end):
+        c = text[p]
+        if not ("a" <= c <= "z" or "A" <= c <= "Z"):
+            continue
+        if p == start:
+            if p == 0 or not _WORD.match(text[p - 1]):
+                return p
+        elif text[p - 1] in "+.-":
+            return p
+    return None
+
+
+def url_spans(text: str) -> Iterable[tuple[int, int]]:
+    """(start, end) of every URL in the text, left to right, not overlapping; linear time."""
+    pos = 0
+    for m in _SCHEME_RUN.finditer(text):
+        if m.start() < pos:  # inside the previous URL
+            continue
+        start = _scheme_start(text, m.start(), m.end())
+        if start is None:
+            continue
+        pos = _URL_REST.match(text, m.end()).end()
+        yield start, pos
+
+
+def _redact_urls(text: str) -> str:
     out, pos = [], 0
-    for m in _NAME_SEP.finditer(text):
-        if m.start() < pos or not is_secret_name(m.group("k")):
-            continue
-        v = _VALUE.match(text, m.end())
-        if v is None or v.group(0) in (REDACTED, f'"{REDACTED}"', f"'{REDACTED}'"):
-            continue
-        out.append(text[pos:m.end()])
-        out.append(REDACTED)
-        pos = v.end()
+    for start, end in url_spans(text):
+        out.append(text[pos:start])
+        out.append(redact_url(text[start:end]))
+        pos = end
+    if not out:
+        return text
     out.append(text[pos:])
     return "".join(out)
 
 
+def _redact_assignments(text: str) -> str:
+    """`secret_name=value` and `secret_name: "value"` with the value replaced.
+
+    A value is a quoted string, else runs up to a space, comma, semicolon or ampersand. The last
+    quote of each kind is found once, so an unclosed quote is told in constant time."""
+    out, pos, n = [], 0, len(text)
+    last: dict[str, int] = {}
+    secret: dict[str, bool] = {}  # names repeat: each is judged once
+    unquoted = _UNQUOTED.match
+    for m in _NAME_SEP.finditer(text):
+        k = m.group("k")
+        s = secret.get(k)
+        if s is None:
+            s = secret[k] = is_secret_name(k)
+        if not s or m.start("k") < pos:
+            continue
+        start = m.end()
+        if start >= n:
+            continue
+        c = text[start]
+        end = None
+        if c == '"' or c == "'":
+            if c not in last:
+                last[c] = text.rfind(c)
+            if last[c] > start:
+                end = text.index(c, start + 1) + 1
+        if end is None:
+            v = unquoted(text, start)
+            if v is None:
+                continue
+            end = v.end()
+        if end - start <= _DONE_LEN and text[start:end] in _DONE:
+            continue
+        out.append(text[pos:start])
+        out.append(REDACTED)
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_DONE = (REDACTED, f'"{REDACTED}"', f"'{REDACTED}'")
+_DONE_LEN = len(REDACTED) + 2
+
+
 def redact(obj: Any, extra: Iterable[str] = ()) -> Any:
-    """A copy of a JSON value safe to write: secret-named settings and credentials removed."""
-    extra = tuple(extra)
+    """A copy of a JSON value safe to write: secret-named settings and credentials removed.
+
+    The secret values are gathered once per call, then every string is scrubbed (linear in the
+    total size of the value)."""
+    return _redact(obj, _needles(extra))
+
+
+def _redact(obj: Any, needles: list[str]) -> Any:
     if isinstance(obj, dict):
         return {k: (REDACTED if is_secret_name(k) and v not in (None, "") and not isinstance(v, (dict, list))
-                    else redact(v, extra)) for k, v in obj.items()}
+                    else _redact(v, needles)) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [redact(v, extra) for v in obj]
+        return [_redact(v, needles) for v in obj]
     if isinstance(obj, str):
-        return scrub(obj, extra)
+        return _scrub(obj, needles)
     return obj
 
 
@@ -181,8 +287,8 @@ def extract(config: Any, start: int = 0) -> tuple[Any, dict[str, str]]:
             if secret and not _REF.fullmatch(obj):
                 return ref(obj)
             out = obj
-            for m in _URL.finditer(obj):
-                for part in _url_secret_parts(m.group(0)):
+            for start, end in list(url_spans(obj)):
+                for part in _url_secret_parts(obj[start:end]):
                     out = out.replace(part, ref(part))
             return out
         return obj

@@ -7,7 +7,13 @@
                                     archive's root (the folder with run.json)
     verified(path, max_bytes)       the same pass, every member hashed: yields (root, differences)
     stage_dir(root, run, name)      the archived store/<key> folder of one stage of the run
+    run_problems(run, top)          what in a run record cannot be trusted to build a path
+    member_limit(path)              how many members the archive file may hold
     ArchiveError                    unreadable, unsafe or refused: one line
+
+Every name read from an archive that a path is built from (run id, stage names and keys, member
+paths, a stage.json's outputs and samples) follows the sample-id rule (samples.name_problem) and
+is checked before the path is built; reading stops at the member limit.
 
 Layout: one top folder `<run_id>/` holding run.json, packages.txt, environment.json,
 store/<key>/ (stage.json and every output it lists) for every stage of the run,
@@ -35,12 +41,13 @@ from pathlib import Path
 from typing import Iterator
 
 from duplexeval_common.jsonio import dumps
-from duplexeval_common.samples import STAGE_RECORD
+from duplexeval_common.samples import STAGE_RECORD, name_problem
 
-from .extract import ArchiveError, NoRoom, read_all, walk, writer_into
+from .extract import DEFAULT_MAX_BYTES, ArchiveError, NoRoom, read_all, walk, writer_into
+from .paths import component_command
 
 __all__ = ["ArchiveError", "write", "write_with_record", "verify", "check", "extracted", "verified",
-           "stage_dir", "FORMAT"]
+           "stage_dir", "run_problems", "member_limit", "FORMAT", "MAX_MEMBERS"]
 
 FORMAT = 1
 ARCHIVE_JSON = "archive.json"
@@ -52,9 +59,117 @@ SUFFIXES = (".tar.gz", ".tar.zst")
 # Extraction goes here while it has room (a tmpfs: writing a run's audio costs a fraction of
 # what it costs on disk), else beside the output.
 TMPFS = Path("/dev/shm")
-# The root files rescore compares, those the aggregate stage wrote (Full-Duplex-Bench: the first
-# four; MTR-DuplexBench: metrics.json, rounds.jsonl, report.md); a file neither side has is skipped.
-COMPARED = ("metrics.json", "unified.json", "unified-samples.jsonl", "rounds.jsonl", "report.md")
+# The most members an archive may hold: 1,000,000 (a full fdb-synth run archives about 6,000, an
+# mtr-synth run of the paper's sizes over 100,000), and, unless --max-members says otherwise, at
+# most MEMBERS_FREE plus one per MEMBER_BYTES bytes of the archive file: a real member (a record
+# with hashes, audio, probabilities) never compresses below that, so a small file of a million
+# empty members is refused after a few ten thousand. Reading stops at the first member past the
+# limit.
+MAX_MEMBERS = 1_000_000
+MEMBERS_FREE = 20_000
+MEMBER_BYTES = 32
+
+
+def member_limit(path: Path, max_members: int | None = None) -> tuple[int, str]:
+    """(the most members the archive at `path` may hold, how that limit is set)."""
+    if max_members is not None:
+        return int(max_members), "--max-members"
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0
+    n = min(MAX_MEMBERS, MEMBERS_FREE + size // MEMBER_BYTES)
+    return n, (f"the member limit: {MEMBERS_FREE} and one per {MEMBER_BYTES} bytes of the file, at most "
+               f"{MAX_MEMBERS}; --max-members")
+
+
+# ---- names ------------------------------------------------------------------------------------
+
+def component_problem(part: str) -> str | None:
+    """Why one component of a member path is not a plain name: the sample-id rule
+    (`samples.name_problem`), a leading underscore allowed (the seal `_done.json`)."""
+    if part.startswith("_") and part.strip("_"):
+        part = part.lstrip("_")
+    return name_problem(part)
+
+
+def path_problem(rel: object) -> str | None:
+    """Why a relative path read from an archive (a member, a stage's output) is not a path of
+    plain names joined by '/', or None."""
+    if not isinstance(rel, str) or not rel:
+        return "is not a relative path"
+    for part in rel.split("/"):
+        bad = component_problem(part)
+        if bad:
+            return f"has a component that {bad}" if bad.startswith("is ") else f"has a component: {bad}"
+    return None
+
+
+def run_problems(run: object, top: str | None = None) -> list[str]:
+    """What is wrong, for building paths, with a run record read from an archive (or a home):
+    its run id and every stage's name and key must be plain names (the sample-id rule), the run
+    id that of the archive's top folder, and no key given to two stages. [] when all is well."""
+    if not isinstance(run, dict):
+        return ["not a run record"]
+    out = []
+    rid = run.get("run_id")
+    bad = name_problem(rid)
+    if bad:
+        out.append(f"its run_id {bad}")
+    elif top is not None and rid != top:
+        out.append(f"its run_id {rid!r} is not the archive's top folder {top!r}")
+    stages = run.get("stages")
+    if not isinstance(stages, list):
+        return out + ["its stages are not a list"]
+    owner: dict[str, str] = {}
+    for i, st in enumerate(stages):
+        if not isinstance(st, dict):
+            out.append(f"stage {i} is not an object")
+            continue
+        name = st.get("name")
+        bad = name_problem(name)
+        if bad:
+            out.append(f"stage {i}'s name {bad}")
+            continue
+        bad = name_problem(st.get("key"))
+        if bad:
+            out.append(f"stage {name}'s key {bad}")
+            continue
+        if not isinstance(st.get("component"), str):
+            out.append(f"stage {name} names no component")
+        if st["key"] in owner:
+            out.append(f"stages {owner[st['key']]} and {name} have the same key {st['key'][:12]}")
+        owner.setdefault(st["key"], name)
+    return out
+
+
+def _check_run(run: dict, where: str) -> None:
+    problems = run_problems(run)
+    if problems:
+        raise ArchiveError(f"{where}: {problems[0]}")
+
+
+class _Members:
+    """Wraps an `on_file`: every member name made of plain names (`path_problem`) and at most
+    `limit` members, checked before the member's bytes are handed on."""
+
+    def __init__(self, path: Path, on_file, limit: int | None):
+        self.path, self.on_file = path, on_file
+        if limit is not None and int(limit) < 1:
+            raise ArchiveError(f"--max-members must be at least 1, got {limit}")
+        self.limit, self.why = member_limit(path, limit)
+        self.n = 0
+
+    def __call__(self, name: str, member, data) -> None:
+        self.n += 1
+        if self.n > self.limit:
+            raise ArchiveError(f"{self.path.name}: refused member {name!r}: the archive holds more than "
+                               f"{self.limit} members ({self.why}); nothing extracted")
+        rel = name.split("/", 1)[1] if "/" in name else name
+        bad = path_problem(rel)
+        if bad:
+            raise ArchiveError(f"{self.path.name}: refused member {name!r}: its name {bad}; nothing extracted")
+        self.on_file(name, member, data)
 
 
 # ---- writing ----------------------------------------------------------------------------------
@@ -171,6 +286,7 @@ def _members(store, run_ref: str, cache_root: Path | None) -> tuple[str, list[_M
     from duplexeval_common.jsonio import read_json
     run_dir = store.resolve_run(run_ref)
     run = store.read_run(run_ref)
+    _check_run(run, f"run {run_ref}: {run_dir / 'run.json'}")
     run_id = run["run_id"]
     if run.get("status") == "running":
         raise ArchiveError(f"run {run_id} is still running: archive it once it has finished")
@@ -195,9 +311,9 @@ def _members(store, run_ref: str, cache_root: Path | None) -> tuple[str, list[_M
                                f"{store.root} (removed from the store?)") from None
         members.append(_Member(f"store/{key}/{STAGE_RECORD}", path=d / STAGE_RECORD))
         for rel, digest in sorted(record.get("outputs", {}).items()):
-            parts = rel.split("/")
-            if rel.startswith("/") or ".." in parts or "" in parts:
-                raise ArchiveError(f"store/{key}/{STAGE_RECORD}: output {rel!r} is not a plain relative path")
+            if path_problem(rel):
+                raise ArchiveError(f"store/{key}/{STAGE_RECORD}: output {rel!r} is not a plain relative path "
+                                   f"({path_problem(rel)})")
             p = d / rel
             if not p.is_file() or p.is_symlink():
                 raise ArchiveError(f"run {run_id}: store/{key}/{rel} is missing (listed in its stage.json)")
@@ -210,6 +326,9 @@ def _members(store, run_ref: str, cache_root: Path | None) -> tuple[str, list[_M
         members.append(_Member(f"store/configs/{key}.json", path=cfg))
     members += _vad_entries(cache_root or user_cache_dir(), wavs)
     members.sort(key=lambda m: m.name)
+    if len(members) + 2 > MAX_MEMBERS:  # what verify, rescore and the leaderboard would refuse
+        raise ArchiveError(f"run {run_id}: {len(members) + 2} members, more than an archive may hold "
+                           f"({MAX_MEMBERS}, the member limit of verify and rescore)")
     return run_id, members
 
 
@@ -278,6 +397,9 @@ def write_with_record(store, run_ref: str, out: Path, cache: Path | None = None)
                                            "(changed in the store since its stage wrote it)")
                     sums.append((digest, m.name))
                     total += scan.size
+                    if total > DEFAULT_MAX_BYTES:
+                        raise ArchiveError(f"run {run_id}: more than {DEFAULT_MAX_BYTES} bytes of data, past the "
+                                           "size limit of verify and rescore (--max-bytes)")
                 meta = {"format": FORMAT, "duplexeval": _version(), "run_id": run_id,
                         "members": len(members), "bytes": total}
                 scan = add(ARCHIVE_JSON, None, dumps(meta).encode())
@@ -287,6 +409,10 @@ def write_with_record(store, run_ref: str, out: Path, cache: Path | None = None)
             comp.close()
             raw.flush()
             os.fsync(raw.fileno())
+        limit, why = member_limit(tmp)
+        if len(members) + 2 > limit:  # what verify, rescore and the leaderboard would refuse
+            raise ArchiveError(f"run {run_id}: {len(members) + 2} members in {tmp.stat().st_size} bytes, more "
+                               f"than an archive may hold ({limit}, {why})")
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -342,11 +468,28 @@ class _Digests:
         return self.hashes, self.small
 
 
-def _hash_walk(path: Path, max_bytes: int | None) -> tuple[str, dict[str, str], dict[str, bytes]]:
+def _hash_walk(path: Path, max_bytes: int | None, max_members: int | None = None
+               ) -> tuple[str, dict[str, str], dict[str, bytes]]:
     """(top, {member: sha256}, {member: bytes} of the small metadata members) in one pass."""
     d = _Digests()
-    top = walk(path, d.on_file, max_bytes)
+    top = walk(path, _Members(path, d.on_file, max_members), max_bytes)
     return (top, *d.done())
+
+
+def _record_problem(record: dict, folder: str, outputs: dict, samples: dict) -> str | None:
+    """Why an archived stage.json's names cannot be trusted to build paths: its key is not its
+    folder's, an output is not a path of plain names, a sample is not `<subset>/<id>`."""
+    if record.get("key") != folder:
+        return f"its key {str(record.get('key'))[:80]!r} is not its folder's"
+    for o in outputs:
+        bad = path_problem(o)
+        if bad:
+            return f"output {str(o)[:80]!r} {bad}"
+    for sample in samples:
+        parts = sample.split("/") if isinstance(sample, str) else []
+        if len(parts) != 2 or any(name_problem(x) for x in parts):
+            return f"sample {str(sample)[:80]!r} is not <subset>/<id> of plain names"
+    return None
 
 
 def _differences(top: str, hashes: dict[str, str], small: dict[str, bytes]) -> list[str]:
@@ -388,8 +531,13 @@ def _differences(top: str, hashes: dict[str, str], small: dict[str, bytes]) -> l
         try:
             record = json.loads(data)
             outputs = dict(record.get("outputs", {}))
+            samples = dict(record.get("samples", {}))
         except (ValueError, AttributeError, TypeError):
             note(rel, f"changed: {rel} (not a stage record)")
+            continue
+        bad = _record_problem(record, parts[1], outputs, samples)
+        if bad:
+            note(rel, f"changed: {rel} ({bad})")
             continue
         for o, digest in sorted(outputs.items()):
             name = f"store/{parts[1]}/{o}"
@@ -397,16 +545,42 @@ def _differences(top: str, hashes: dict[str, str], small: dict[str, bytes]) -> l
                 note(name, f"missing: {name} (listed in store/{parts[1]}/{STAGE_RECORD})")
             elif hashes[name] != digest:
                 note(name, f"changed: {name} (not the sha256 its {STAGE_RECORD} lists)")
+    run = None
+    stages: list[dict] = []
     try:
         run = json.loads(small["run.json"]) if "run.json" in small else None
-        stages = [s["key"] for s in run.get("stages", [])] if isinstance(run, dict) else []
-    except (ValueError, TypeError, KeyError, AttributeError):
+        stages = list(run.get("stages", [])) if isinstance(run, dict) else []
+    except (ValueError, TypeError, AttributeError):
         note("run.json", "changed: run.json (not a run record)")
-        stages = []
-    for key in stages:
+    if run is not None and not out.get("run.json"):
+        problems = run_problems(run, top)
+        if problems:  # a name that would become a path: nothing more is read from the record
+            note("run.json", f"changed: run.json ({problems[0]})")
+            stages = []
+    keys = set()
+    for st in stages:
+        key = st["key"]
+        keys.add(key)
         for rel in (f"store/{key}/{STAGE_RECORD}", f"store/configs/{key}.json"):
             if rel not in hashes:
                 note(rel, f"missing: {rel} (a stage of run.json)")
+        data = small.get(f"store/{key}/{STAGE_RECORD}")
+        try:
+            record = json.loads(data) if data is not None else None
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and record.get("component") not in (st["component"],
+                                                                         component_command(st["component"])):
+            note(f"run.json:{key}", f"changed: run.json (stage {st['name']} is {st['component']!r}, its "
+                                    f"store/{key[:12]}.../{STAGE_RECORD} says {record.get('component')!r})")
+    # every store folder is a stage of run.json (rescore must not find a stage it did not run)
+    if run is not None and stages:
+        for name in hashes:
+            parts = name.split("/")
+            if parts[0] == "store" and len(parts) > 2 and parts[1] != "configs" and parts[1] not in keys:
+                note(name, f"unlisted: {name} (not a stage of run.json)")
+            elif parts[:2] == ["store", "configs"] and len(parts) == 3 and parts[2].removesuffix(".json") not in keys:
+                note(name, f"unlisted: {name} (not a stage of run.json)")
     if ARCHIVE_JSON in small:
         try:
             meta = json.loads(small[ARCHIVE_JSON])
@@ -428,16 +602,17 @@ def _differences(top: str, hashes: dict[str, str], small: dict[str, bytes]) -> l
     return [out[k] for k in sorted(out)]
 
 
-def verify(path: Path, max_bytes: int | None = None) -> list[str]:
+def verify(path: Path, max_bytes: int | None = None, max_members: int | None = None) -> list[str]:
     """[] when the archive is intact, else one line per difference ("changed: <member>",
     "missing: <member>", "unlisted: <member>", ...; members named relative to the top folder).
-    Raises ArchiveError when the file is unreadable or unsafe."""
-    return check(path, max_bytes)[1]
+    Raises ArchiveError when the file is unreadable or unsafe (past `max_bytes` or
+    `max_members`, default 32 GiB and MAX_MEMBERS)."""
+    return check(path, max_bytes, max_members)[1]
 
 
-def check(path: Path, max_bytes: int | None = None) -> tuple[int, list[str]]:
+def check(path: Path, max_bytes: int | None = None, max_members: int | None = None) -> tuple[int, list[str]]:
     """(members in the archive, `verify`'s differences), in one pass."""
-    top, hashes, small = _hash_walk(Path(path), max_bytes)
+    top, hashes, small = _hash_walk(Path(path), max_bytes, max_members)
     return len(hashes), _differences(top, hashes, small)
 
 
@@ -458,7 +633,7 @@ def _tmpfs_room() -> int:
 
 @contextlib.contextmanager
 def _extract_checked(path: Path, max_bytes: int | None, check: bool, near: Path | None,
-                     tmpfs: bool) -> Iterator[tuple[Path, list[str]]]:
+                     tmpfs: bool, max_members: int | None = None) -> Iterator[tuple[Path, list[str]]]:
     """One pass: every header checked, every member hashed (check) as it is written into a fresh
     private temporary folder, in TMPFS while it has room (tmpfs=True), else in `near` (default:
     the system's temporary folder). Whatever the pass refuses, and whatever the caller raises,
@@ -473,7 +648,8 @@ def _extract_checked(path: Path, max_bytes: int | None, check: bool, near: Path 
         tmp = Path(tempfile.mkdtemp(prefix="duplexeval-archive-", dir=where))
         try:
             d = _Digests() if check else None
-            top = walk(path, writer_into(tmp, limit, d.tap if d else None), max_bytes)
+            top = walk(path, _Members(path, writer_into(tmp, limit, d.tap if d else None), max_members),
+                       max_bytes)
         except NoRoom:
             shutil.rmtree(tmp, ignore_errors=True)
             continue
@@ -493,26 +669,27 @@ def _extract_checked(path: Path, max_bytes: int | None, check: bool, near: Path 
 
 @contextlib.contextmanager
 def extracted(path: Path, max_bytes: int | None = None, *, near: Path | None = None,
-              tmpfs: bool = True) -> Iterator[Path]:
+              tmpfs: bool = True, max_members: int | None = None) -> Iterator[Path]:
     """The archive extracted into a temporary folder (removed afterwards); yields its root, the
     folder holding run.json. Every member's header is checked before its bytes are written, and
     the folder is removed whatever the walk refuses (extract.py). The folder is in TMPFS while it
     has room (tmpfs=False: never), else in `near` (default: the system's temporary folder)."""
-    with _extract_checked(path, max_bytes, False, near, tmpfs) as (root, _):
+    with _extract_checked(path, max_bytes, False, near, tmpfs, max_members) as (root, _):
         yield root
 
 
 @contextlib.contextmanager
 def verified(path: Path, max_bytes: int | None = None, *, near: Path | None = None,
-             tmpfs: bool = True) -> Iterator[tuple[Path, list[str]]]:
+             tmpfs: bool = True, max_members: int | None = None) -> Iterator[tuple[Path, list[str]]]:
     """Like `extracted`, but every member is also hashed as it is written (the same single
     pass): yields (root, differences), `verify`'s lines."""
-    with _extract_checked(path, max_bytes, True, near, tmpfs) as pair:
+    with _extract_checked(path, max_bytes, True, near, tmpfs, max_members) as pair:
         yield pair
 
 
 def stage_dir(root: Path, run: dict, name: str) -> Path:
     """The archived store/<key> folder of stage `name` of the run (from run.json)."""
+    _check_run(run, f"archive of run {str(run.get('run_id'))[:80]!r}" if isinstance(run, dict) else "archive")
     stage = next((s for s in run.get("stages", []) if s.get("name") == name), None)
     if stage is None:
         raise ArchiveError(f"run {run.get('run_id')}: no stage {name!r}")

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from duplexeval_common import schemas
-from duplexeval_common.cache import private_dir, user_cache_dir
+from duplexeval_common.cache import cache_for_run
 from duplexeval_common.cli import one_line_errors
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.jsonio import atomic_write_text, read_json
+from duplexeval_common.jsonio import read_json
 from duplexeval_common.secrets import redact, scrub
 
 from . import __version__, catalog, provenance
@@ -21,7 +21,7 @@ from . import benchmarks
 from .engine import Engine, missing_samples
 from .plan import Planner, plan_of
 from .report import print_missing, print_report, print_timing
-from .runtime import Limits
+from .runtime import Limits, exit_code, interrupt_on_signals, interrupted_by
 from .runtime_local import LocalRuntime
 from .store import Store
 
@@ -130,7 +130,7 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
     run_id = store.new_run()
     run_dir = store.run_dir(run_id)
     pk_sha, pk_list = provenance.packages()
-    atomic_write_text(run_dir / "packages.txt", "".join(f"{line}\n" for line in pk_list))
+    store.write_packages(run_id, pk_list)
     record = {
         "run_id": run_id, "command": [scrub(a) for a in ["duplexeval", *sys.argv[1:]]], "runtime": runtime,
         "benchmark": bench.name, "dataset": dataset, "model": model, "asr": asr, "judge": judge, "limit": limit, "status": "running",
@@ -140,22 +140,24 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
         "seconds": 0.0, "executor": executor_record,
     }
     store.write_run(run_id, redact(record), latest=False)
-    cache = user_cache_dir()
-    private_dir(cache)
+    cache, note = cache_for_run()
+    if note:
+        click.echo(note, err=True)
     engine = Engine(store, rt, limits, run_dir, cache)
     try:
-        engine.check(plan)
-        results = engine.run(plan)
+        with interrupt_on_signals():  # SIGTERM and SIGHUP as Ctrl-C: the stages stopped, run.json interrupted
+            engine.check(plan)
+            results = engine.run(plan)
     except DuplexEvalError as exc:
         record.update(status="failed", reason=str(exc), seconds=round(time.monotonic() - t0, 2))
         store.write_run(run_id, redact(record))
         raise
-    except KeyboardInterrupt:
-        record.update(status="interrupted", reason="interrupted by the user (the stages it completed "
+    except KeyboardInterrupt as exc:
+        record.update(status="interrupted", reason=f"interrupted {interrupted_by(exc)} (the stages it completed "
                       "stay in the store; `eval` again resumes)", seconds=round(time.monotonic() - t0, 2))
         store.write_run(run_id, redact(record), latest=False)
         click.echo("\ninterrupted: the next `duplexeval eval` resumes from the store", err=True)
-        sys.exit(130)
+        sys.exit(exit_code(exc))
     last = results[-1]
     agg_dir = store.stage_dir(last.key)
     metrics_path = agg_dir / "metrics.json"
@@ -308,8 +310,9 @@ def sensitivity_cmd(store: Store, run, asrs, vad_threshold, vad_min_silence_ms, 
         raise DuplexEvalError("--asr names no backend")
     run_dir = store.resolve_run(run)
     rec = read_json(run_dir / "run.json")
-    cache = user_cache_dir()
-    private_dir(cache)
+    cache, note = cache_for_run()
+    if note:
+        click.echo(note, err=True)
     engine = Engine(store, _runtime(rec["runtime"], {}), Limits(), run_dir / "sensitivity", cache)
     result = sens.rescore(engine, store, run, settings)
     doc = {"settings": settings, "result": result, "spread": sens.spread(result)}

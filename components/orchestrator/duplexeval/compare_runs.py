@@ -1,8 +1,9 @@
 """`duplexeval compare A B`: two runs of one dataset, paired by sample id (B minus A).
 
 A and B are each a run of the store (its id, or `latest`) or an archive file made by `duplexeval
-archive` (.tar.gz / .tar.zst; verified first, then read through archive.extracted). The scored
-folder of each (its aggregate stage) goes to the aggregator's own paired comparison, run as the
+archive` (.tar.gz / .tar.zst; verified, extracted and its aggregate stage run again from its
+archived stage outputs, rescore.rescored: an archive whose stored numbers the rescore does not
+reproduce is refused, and the rescored folder is compared). The scored folder of each (its aggregate stage) goes to the aggregator's own paired comparison, run as the
 component's command (`aggregator compare --json-out`, as every stage runs it: the orchestrator does
 not import the aggregator): samples paired over those eligible in both runs with the counts of each
 side's exclusions, the differences with their paired-bootstrap 95% intervals, and for each yes/no
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.jsonio import atomic_write_text, read_json
-from duplexeval_common.samples import NAME_PATTERN
+from duplexeval_common.jsonio import atomic_write_text
+from duplexeval_common.samples import NAME_PATTERN, name_problem
 
 from .store import Store
 
@@ -76,6 +77,9 @@ def _aggregate_stage(run: dict, where: str) -> dict:
     stage = next((s for s in run.get("stages") or [] if s.get("name") == "aggregate"), None)
     if stage is None or stage.get("status") == "failed":
         raise DuplexEvalError(f"{where}: the run has no completed aggregate stage (nothing scored to compare)")
+    bad = name_problem(stage.get("key"))
+    if bad:  # the key names a store folder
+        raise DuplexEvalError(f"{where}: its aggregate stage's key {bad}")
     return stage
 
 
@@ -101,26 +105,29 @@ def open_side(store: Store, ref: str, role: str, stack: contextlib.ExitStack) ->
 
 
 def _open_archive(path: Path, role: str, stack: contextlib.ExitStack) -> Side:
+    """An archive verified and its aggregate stage run again from its archived stage outputs
+    (rescore.rescored): the rescored folder is compared, and an archive whose stored aggregate
+    outputs the rescore does not reproduce is refused."""
     from . import archive as arc
+    from .rescore import NotVerified, first_change, rescored
     where = f"{role}: archive {path}"
     if not path.name.endswith(ARCHIVE_SUFFIXES):
         raise DuplexEvalError(f"{where}: not an archive (.tar.gz or .tar.zst) nor a run id")
     if not path.is_file():
         raise DuplexEvalError(f"{where}: no such file")
-    try:
-        problems = arc.verify(path)
-        if problems:
-            raise DuplexEvalError(f"{where}: does not verify: {problems[0]}")
-        root = stack.enter_context(arc.extracted(path))
-        try:
-            run = read_json(root / "run.json")
-        except (OSError, ValueError) as exc:
-            raise DuplexEvalError(f"{where}: run.json not readable ({exc})") from None
+
+    def accept(run: dict) -> None:
         _check_run_id(run, where)
         _aggregate_stage(run, where)
-        scored = arc.stage_dir(root, run, "aggregate")
+    try:
+        _root, run, res, scored = stack.enter_context(rescored(path, accept=accept))
+    except NotVerified as exc:
+        raise DuplexEvalError(f"{where}: does not verify: {exc.differences[0]}") from None
     except arc.ArchiveError as exc:
         raise DuplexEvalError(f"{where}: {exc}") from None
+    if res.changes:
+        raise DuplexEvalError(f"{where}: its stored aggregate outputs differ from a rescore of its archived "
+                              f"stages ({first_change(res)})")
     if not (Path(scored) / "metrics.json").is_file():
         raise DuplexEvalError(f"{where}: its aggregate stage has no metrics.json")
     return Side(role, run, Path(scored), path)

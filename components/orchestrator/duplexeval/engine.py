@@ -15,6 +15,7 @@ into a partial result.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import time
 from dataclasses import dataclass, field
@@ -23,9 +24,10 @@ from urllib.parse import urlsplit
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_tree
-from duplexeval_common.jsonio import atomic_write_json
+from duplexeval_common.jsonio import atomic_write_json, read_json
 from duplexeval_common.progress import log
-from duplexeval_common.secrets import extract, redact, redact_url
+from duplexeval_common.secrets import expand, extract, redact, redact_url
+from duplexeval_common.watchdog import watchdog
 from duplexeval_common.stage import (EXIT_CRASH, EXIT_OK, EXIT_SAMPLES_FAILED, EXIT_STOPPED,
                                      numeric_environment)
 
@@ -73,6 +75,7 @@ class Engine:
         self.run_dir = run_dir
         self.cache = cache
         self._sources: dict[Path, str] = {}
+        self._run_token: str | None = None
 
     # ---- helpers -----------------------------------------------------------------------------
 
@@ -124,12 +127,38 @@ class Engine:
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         return self.run_dir / "logs" / f"{name}.log"
 
+    def _complete(self, key: str, upstream: set[str], p: _Prepared, restore: bool) -> dict | None:
+        """The stage's record when it is complete *with its config*: store/configs/<key>.json must
+        hold settings of this key. A missing (or unreadable, or edited) config is written again
+        (`restore`) when this run's settings are exactly those the stage's record says it ran with;
+        otherwise the stage is not complete and runs again (its sealed samples are kept)."""
+        record = self.store.complete(key, upstream)
+        if record is None:
+            return None
+        try:
+            on_disk = read_json(self.store.config_path(key))
+        except (OSError, ValueError):
+            on_disk = None
+        if isinstance(on_disk, dict) and key_config(on_disk) == key_config(p.config):
+            return record
+        try:
+            same = record.get("config") == redact(expand(p.config, p.secret_env))
+        except DuplexEvalError:
+            same = False
+        if not same:
+            return None
+        if restore:
+            self.store.write_config(key, p.config)
+            log(f"    {p.spec.name}: store/configs/{key[:12]}....json was missing or changed; written again")
+        return record
+
     # ---- the whole plan, checked first -------------------------------------------------------
 
     def check(self, plan: list[StageSpec], given: dict[str, dict] | None = None) -> list[str]:
         """Check every stage that will run; return their names. Raises DuplexEvalError.
 
         given: complete stages the plan's stages read by name ({name: stage record with "key"})."""
+        self._watch_run()
         prepared = self._prepare(plan)
         done: dict[str, dict] = dict(given or {})
         to_check: list[_Prepared] = []
@@ -138,7 +167,7 @@ class Engine:
             if ins is not None:
                 key = stage_key(p.spec.component, self.identity(p.spec), key_config(p.config), ins[0],
                                 numeric_environment())
-                rec = self.store.complete(key, ins[2])
+                rec = self._complete(key, ins[2], p, restore=False)
                 if rec is not None:
                     done[p.spec.name] = {**rec, "key": key}
                     continue
@@ -165,16 +194,29 @@ class Engine:
 
     # ---- running -----------------------------------------------------------------------------
 
+    def _watch_run(self) -> None:
+        """Should the orchestrator be killed outright, its watchdog marks the run interrupted."""
+        path = self.run_dir / "run.json" if self.run_dir is not None else None
+        if self._run_token is None and path is not None and path.is_file():
+            self._run_token = watchdog().watch("finally", ["duplexeval.store", "mark_interrupted", [
+                str(path), f"the orchestrator (pid {os.getpid()}) was killed; its stages were stopped "
+                           "(the stages it completed stay in the store; `eval` again resumes)"]])
+
     def run(self, plan: list[StageSpec], given: dict[str, dict] | None = None) -> list[StageResult]:
         done_records: dict[str, dict] = dict(given or {})
         results: list[StageResult] = []
-        for p in self._prepare(plan):
-            result, record = self._run_stage(p, done_records)
-            results.append(result)
-            if record is not None:
-                done_records[p.spec.name] = {**record, "key": result.key}
-            if result.status == "failed":
-                break
+        self._watch_run()
+        try:
+            for p in self._prepare(plan):
+                result, record = self._run_stage(p, done_records)
+                results.append(result)
+                if record is not None:
+                    done_records[p.spec.name] = {**record, "key": result.key}
+                if result.status == "failed":
+                    break
+        finally:
+            watchdog().drop(self._run_token)
+            self._run_token = None
         return results
 
     def _run_stage(self, p: _Prepared, done: dict[str, dict]) -> tuple[StageResult, dict | None]:
@@ -199,17 +241,18 @@ class Engine:
 
         input_keys = sorted({done[i]["key"] for i in spec.inputs if not isinstance(i, Source)})
         with contextlib.ExitStack() as held:
-            for k in input_keys:  # read-locks: no run repairs an input while this stage reads it
-                held.enter_context(self.store.lock(k, shared=True))
-            held.enter_context(self.store.lock(key, waiting))
-            record = self.store.complete(key, upstream)
+            # read-locks: no run repairs an input while this stage reads it
+            fds = [held.enter_context(self.store.lock(k, shared=True)) for k in input_keys]
+            fds.append(held.enter_context(self.store.lock(key, waiting)))
+            record = self._complete(key, upstream, p, restore=True)
             if record is not None:
                 log(f"==> {spec.name:12} {spec.component:15} {key[:12]}  cached")
                 return result(True, "ok", record), record
             log(f"==> {spec.name:12} {spec.component:15} {key[:12]}  running")
             config = self.store.write_config(key, p.config)
             call = Call(spec.component, "run", config, key, dirs, self.store.stage_dir(key), self.cache,
-                        spec.network, p.secret_env, spec.keys, spec.host_paths(), self._log_file(spec.name))
+                        spec.network, p.secret_env, spec.keys, spec.host_paths(), self._log_file(spec.name),
+                        lock_fds=[fd for fd in fds if isinstance(fd, int)])
             outcome = self.runtime.run(call, self.limits)
             record = self.store.record(key)
             fresh = record is not None and record.get("invocation") == call.invocation

@@ -39,6 +39,7 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
 from duplexeval_common.samples import STAGE_RECORD
+from duplexeval_common.watchdog import watchdog
 
 from .paths import is_runner
 from .runtime import Call, Limits, LogRelay, Outcome
@@ -203,6 +204,11 @@ class SlurmExecutor:
         n = self._shards(call)
         finalize_script = self._script(work / "finalize.sh", argv, None)
         tag = f"    {call.component}"
+        # Ctrl-C, SIGTERM or SIGHUP (runtime.Terminated): the stage's jobs are cancelled; killed
+        # outright, the orchestrator's watchdog cancels them (and holds the stage's locks till then)
+        wd = watchdog()
+        token = wd.watch("call", ["duplexeval.executor_slurm", "cancel", [f"duplexeval-{call.key}"]],
+                         fds=call.lock_fds)
         try:
             if n > 1:
                 shard_script = self._script(work / "shard.sh", argv, n)
@@ -211,8 +217,10 @@ class SlurmExecutor:
                     return bad
             return self._run_finalize(call, limits, env, work, finalize_script, tag)
         except KeyboardInterrupt:
-            _cmd(["scancel", f"--name=duplexeval-{call.key}"], check=False)
+            cancel(f"duplexeval-{call.key}")
             raise
+        finally:
+            wd.drop(token)
 
     def _submit(self, args: list[str], env: dict) -> str:
         out = _cmd(args, env).strip()
@@ -297,22 +305,42 @@ class SlurmExecutor:
         raise DuplexEvalError(f"jobs {' '.join(left)} of stage {key[:12]} did not end after scancel")
 
     def _relay(self, call: Call, outputs: list[Path]) -> str:
-        """Copy the jobs' output (scrubbed) into the run's log of the stage; the last error line."""
+        """Copy the jobs' output (scrubbed, each line bounded: runtime.LogRelay) into the run's log of
+        the stage; the last error line."""
         relay = LogRelay(call.log_file, quiet=True)
         for p in outputs:
             if p.is_file():
-                relay.feed(f"--- {p.name}\n".encode() + p.read_bytes())
+                relay.feed(f"--- {p.name}\n".encode())
+                _feed_file(relay, p)
                 relay.feed(b"\n")
         relay.close()
         return relay.last_error
 
 
+def _feed_file(relay: LogRelay, path: Path) -> None:
+    """A job's output file through a relay, a megabyte at a time (never the whole file in memory)."""
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                relay.feed(chunk)
+    except OSError:
+        pass
+
+
 def _last_error(paths) -> str:
+    """The last `error:` line of the first of these job outputs that has one (scrubbed, bounded)."""
     for p in paths:
-        lines = [line for line in p.read_text(errors="replace").splitlines() if line.startswith("error:")]
-        if lines:
-            return lines[-1].split(":", 1)[1].strip()
+        relay = LogRelay(None, quiet=True)
+        _feed_file(relay, p)
+        relay.close()
+        if relay.last_error:
+            return relay.last_error
     return ""
+
+
+def cancel(job_name: str) -> None:
+    """scancel every job of this name (a stage's shards and finalize step)."""
+    _cmd(["scancel", f"--name={job_name}"], check=False)
 
 
 def docker_command(image: str, args: list[str], mounts: list[tuple], network: bool,

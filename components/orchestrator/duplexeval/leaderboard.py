@@ -1,11 +1,14 @@
 """`duplexeval leaderboard FILE...`: archived runs' headline metrics side by side.
 
 From archive files only (made by `duplexeval archive`), so every number on the board can be
-checked against the file it links to. Each archive is verified first (archive.verify); one that
-does not verify, cannot be read, or holds no scored aggregate stage is listed as rejected with its
-first problem and not scored. For each accepted archive: model, dataset, runtime, samples, and per
-subset the headline metrics of its benchmark (the benchmark's declaration: each with its column,
-and its 95% interval where it has one). Rows are sorted by dataset, model, runtime, run
+checked against the file it links to. Each archive is verified, then its aggregate stage is run
+again from its archived stage outputs (rescore.rescored): the numbers on the board are the
+rescored ones, and an archive whose stored aggregate outputs the rescore does not reproduce (a
+metrics.json edited with its hashes recomputed) is rejected. One that does not verify, cannot be
+read, or holds no scored aggregate stage is listed as rejected with its first problem and not
+scored. For each accepted archive: model, dataset, runtime, samples, and per subset the headline
+metrics of its benchmark (the benchmark's declaration: each with its column, and its 95% interval
+where it has one). Rows are sorted by dataset, model, runtime, run
 id and archive name, so the same archives give the same board in any order; the board does not
 rank systems (the headline metrics point in different directions and their intervals overlap on
 small runs).
@@ -13,6 +16,7 @@ small runs).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -69,34 +73,41 @@ def _num(x) -> int:
     return x if isinstance(x, int) and not isinstance(x, bool) else 0
 
 
+def _accept(run: dict) -> None:
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
+        raise DuplexEvalError("run.json is not a run record")
+    benchmark_of(run)  # a benchmark this installation does not have: one line
+    stage = next((s for s in run.get("stages") or [] if isinstance(s, dict) and s.get("name") == "aggregate"),
+                 None)
+    if stage is None or stage.get("status") == "failed":
+        raise DuplexEvalError("the run has no completed aggregate stage (nothing scored)")
+
+
 def read_entry(path: Path, out: Path) -> dict:
-    """One accepted archive's row; a DuplexEvalError (its first problem) when it is rejected."""
-    from . import archive as arc
+    """One accepted archive's row; a DuplexEvalError (its first problem) when it is rejected.
+
+    The archive is verified, and its aggregate stage run again from its archived stage outputs
+    (rescore.rescored, the installed aggregator): an archive whose stored aggregate outputs the
+    rescore does not reproduce is rejected, and the row's numbers are the rescored ones."""
+    from .rescore import NotVerified, first_change, rescored
     if not path.name.endswith(ARCHIVE_SUFFIXES):
         raise DuplexEvalError("not an archive (.tar.gz or .tar.zst)")
     if not path.is_file():
         raise DuplexEvalError("no such file")
-    problems = arc.verify(path)
-    if problems:
-        raise DuplexEvalError(problems[0])
-    with arc.extracted(path) as root:
+    with contextlib.ExitStack() as stack:
         try:
-            run = read_json(Path(root) / "run.json")
-        except (OSError, ValueError) as exc:
-            raise DuplexEvalError(f"run.json not readable ({exc})") from None
-        if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
-            raise DuplexEvalError("run.json is not a run record")
+            root, run, res, scored = stack.enter_context(rescored(path, accept=_accept))
+        except NotVerified as exc:
+            raise DuplexEvalError(exc.differences[0]) from None
+        if res.changes:
+            raise DuplexEvalError("its stored aggregate outputs differ from a rescore of its archived stages "
+                                  f"({first_change(res)})")
         bench = benchmark_of(run)
-        stage = next((s for s in run.get("stages") or [] if isinstance(s, dict) and s.get("name") == "aggregate"),
-                     None)
-        if stage is None or stage.get("status") == "failed":
-            raise DuplexEvalError("the run has no completed aggregate stage (nothing scored)")
-        scored = Path(arc.stage_dir(Path(root), run, "aggregate"))
         try:
-            metrics = read_json(scored / "metrics.json")
+            metrics = read_json(Path(scored) / "metrics.json")
         except (OSError, ValueError) as exc:
-            raise DuplexEvalError(f"metrics.json of the aggregate stage not readable ({exc})") from None
-        tasks = _tasks(scored)
+            raise DuplexEvalError(f"metrics.json of the rescored aggregate stage not readable ({exc})") from None
+        tasks = _tasks(Path(scored))
     if not isinstance(metrics, dict):
         raise DuplexEvalError("metrics.json is not an object")
     subsets = _subsets(metrics, bench, tasks)

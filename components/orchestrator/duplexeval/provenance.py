@@ -62,8 +62,45 @@ def packages() -> tuple[str, list[str]]:
     return sha256_json(pk), [f"{k}=={v}" for k, v in pk.items()]
 
 
+def boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """When a process started (clock ticks since boot, /proc/<pid>/stat), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rfind(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def orchestrator() -> dict:
+    """Who runs this run: host, boot, pid and the process's start time, so that a later command
+    can tell that a run still `running` has lost its orchestrator (store.Store.settle)."""
+    return {"host": platform.node(), "boot_id": boot_id(), "pid": os.getpid(), "start": process_start(os.getpid())}
+
+
+def orchestrator_gone(info: object) -> bool:
+    """Whether the orchestrator a run records has certainly ended: it ran on this host and either
+    the machine booted since, or no process has its pid and start time. A run from another host
+    (a shared store) is never judged from here."""
+    if not isinstance(info, dict) or info.get("host") != platform.node() or not isinstance(info.get("pid"), int):
+        return False
+    boot = boot_id()
+    if boot is not None and info.get("boot_id") not in (None, boot):
+        return True
+    start = process_start(info["pid"])
+    return start is None or (info.get("start") is not None and start != info["start"])
+
+
 def environment() -> dict:
     sha, _ = packages()
     return {"python": platform.python_version(), "platform": platform.platform(),
             "git": git_state(), "packages_sha256": sha, "numeric": numeric_environment(),
-            "machine": machine()}
+            "machine": machine(), "orchestrator": orchestrator()}

@@ -9,8 +9,10 @@ included) and appended to the run's log file for that stage.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
 import threading
 import uuid
@@ -74,6 +76,7 @@ class Call:
     log_file: Path | None = None
     quiet: bool = False             # log file only, nothing on the console
     invocation: str = field(default_factory=lambda: uuid.uuid4().hex)
+    lock_fds: list[int] = field(default_factory=list)  # the stage's store locks: held by whoever runs it
 
     def env(self, identity: str) -> dict[str, str]:
         """The non-secret settings every stage gets (the runtimes add the secrets)."""
@@ -96,6 +99,12 @@ class Outcome:
 
 
 _SPLIT = re.compile(rb"(\r\n|\n|\r)")
+# A log line is kept up to MAX_LINE characters (scrubbed whole first, then cut, with a marker);
+# a line that grows past MAX_PENDING bytes without ending is scrubbed and written at that point,
+# and the rest of it, up to its end, is counted and dropped. So a stage that prints one line of
+# 10 MB costs its length once, and its log keeps 64 KiB of it.
+MAX_LINE = 1 << 16
+MAX_PENDING = 1 << 22
 
 
 class LogRelay:
@@ -104,21 +113,39 @@ class LogRelay:
     def __init__(self, log_file: Path | None, quiet: bool = False):
         self.console: IO[str] | None = None if quiet else sys.stderr
         self.file = open(log_file, "a", encoding="utf-8") if log_file else None
-        self._buf = b""
+        self._buf = bytearray()
+        self._dropping = 0  # bytes dropped of an over-long line, until its end
         self._line = ""  # the current log line (a \r rewrites it, as a terminal would)
         self.last_error = ""
         self._lock = threading.Lock()
 
     def feed(self, data: bytes) -> None:
         with self._lock:
+            start = max(0, len(self._buf) - 1)  # a \r\n may straddle two chunks
             self._buf += data
-            parts = _SPLIT.split(self._buf)
-            self._buf = parts.pop()  # an incomplete tail waits for more
-            for text, sep in zip(parts[0::2], parts[1::2]):
-                self._emit(text.decode("utf-8", "replace"), sep.decode())
+            last = 0
+            for m in _SPLIT.finditer(self._buf, start):
+                if m.group(0) == b"\r" and m.end() == len(self._buf):
+                    break  # a \r at the end may be the first half of \r\n: wait for more
+                self._line_done(bytes(self._buf[last:m.start()]), m.group(0).decode())
+                last = m.end()
+            del self._buf[:last]
+            if len(self._buf) > MAX_PENDING:
+                if not self._dropping:
+                    self._emit(self._buf.decode("utf-8", "replace"), "\n")
+                self._dropping += len(self._buf)
+                self._buf.clear()
+
+    def _line_done(self, raw: bytes, sep: str) -> None:
+        if self._dropping:  # the end of an over-long line already written
+            self._dropping = 0
+            return
+        self._emit(raw.decode("utf-8", "replace"), sep)
 
     def _emit(self, text: str, sep: str) -> None:
         text = scrub(text)
+        if len(text) > MAX_LINE:
+            text = text[:MAX_LINE] + f" [... {len(text) - MAX_LINE} more characters not kept]"
         if self.console is not None:
             self.console.write(text + sep)
             self.console.flush()
@@ -135,9 +162,10 @@ class LogRelay:
 
     def close(self) -> None:
         with self._lock:
-            if self._buf:
+            if self._buf and not self._dropping:
                 self._emit(self._buf.decode("utf-8", "replace"), "\n")
-                self._buf = b""
+            self._buf.clear()
+            self._dropping = 0
             if self.file is not None:
                 self.file.close()
                 self.file = None
@@ -155,3 +183,47 @@ class LogRelay:
 def numeric_env() -> dict[str, str]:
     """OPENBLAS_*, OMP_*, MKL_* and thread counts of our environment: the same in both runtimes."""
     return numeric_environment()
+
+
+# ---- signals ------------------------------------------------------------------------------------
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread: handled where a Ctrl-C is (the stage's
+    processes are stopped, run.json says interrupted); `signum` gives the exit code 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def interrupt_on_signals(signums=(signal.SIGTERM, signal.SIGHUP)):
+    """While inside: the first SIGTERM or SIGHUP raises Terminated; later ones are ignored, so the
+    clean-up the first started is not cut short (kill -9 still ends everything; the watchdog,
+    duplexeval_common/watchdog.py, stops the stages then). Outside the main thread: nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum, frame):
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated(signum)
+    old = {n: signal.signal(n, handler) for n in signums}
+    try:
+        yield
+    finally:
+        for n, h in old.items():
+            signal.signal(n, h)
+
+
+def exit_code(exc: BaseException) -> int:
+    """128 + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP."""
+    return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
+def interrupted_by(exc: BaseException) -> str:
+    """`by SIGTERM` (SIGHUP) or `by the user` (Ctrl-C), for run.json's reason."""
+    return f"by {exc.args[0]}" if isinstance(exc, Terminated) else "by the user"

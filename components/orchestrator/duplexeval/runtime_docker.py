@@ -99,7 +99,8 @@ def run_stage_in_container(image: str, args: list[str],
                            timeout_s: float | None = None,
                            memory_bytes: int | None = None,
                            cpus: float | None = None,
-                           log: Callable[[bytes], None] | None = None) -> tuple[int | None, str]:
+                           log: Callable[[bytes], None] | None = None,
+                           name: str | None = None) -> tuple[int | None, str]:
     """Run `image` with `args` (after its entrypoint); return (exit code or None, kill reason).
 
     mounts: (host_path, container_path, read_only); read-only ones must exist, read-write ones
@@ -108,8 +109,10 @@ def run_stage_in_container(image: str, args: list[str],
     localhost). env_names: variables passed through from our environment (keys), like
     `docker run -e NAME`; secret_values: secret variables given by value (DUPLEXEVAL_SECRET_*);
     env_values: plain settings. Limits: `timeout_s` (the container is killed when passed),
-    `memory_bytes` (the engine's memory cap; an OOM kill is reported) and `cpus`.
-    The container is removed in every case.
+    `memory_bytes` (the engine's memory cap; an OOM kill is reported) and `cpus`. `name`: the
+    container's name (the orchestrator's watchdog removes it by that name should the orchestrator
+    be killed outright; see remove_container). A KeyboardInterrupt (Ctrl-C, or SIGTERM/SIGHUP as
+    runtime.Terminated) kills it. The container is removed in every case.
     """
     import docker.errors
     from docker.types import Mount
@@ -143,7 +146,8 @@ def run_stage_in_container(image: str, args: list[str],
                 image, command=list(args), mounts=binds, environment=environment,
                 user=user or invoking_user(), network_mode=network_mode, read_only=read_only_root,
                 tmpfs={"/tmp": "rw,exec,nosuid,size=4g"}, cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], working_dir="/tmp", detach=True, **limits)
+                security_opt=["no-new-privileges"], working_dir="/tmp", detach=True,
+                **({"name": name} if name else {}), **limits)
         except docker.errors.ImageNotFound:
             name = image.split("/")[-1].split(":")[0]
             raise DuplexEvalError(f"image {image} not found: run `make image NAME={name}`") from None
@@ -182,7 +186,10 @@ def run_stage_in_container(image: str, args: list[str],
         return code, ""
     except KeyboardInterrupt:
         if container is not None:
-            container.kill()
+            try:
+                container.kill()
+            except docker.errors.APIError:  # already gone
+                pass
         raise
     except docker.errors.APIError as e:
         raise DuplexEvalError(f"docker: {e.explanation or e}") from None
@@ -192,4 +199,19 @@ def run_stage_in_container(image: str, args: list[str],
                 container.remove(force=True)
             except docker.errors.APIError:
                 pass
+        client.close()
+
+
+def remove_container(host: str, name: str) -> None:
+    """Kill and remove the container of this name at engine `host`, if there is one (the
+    orchestrator's watchdog calls this when the orchestrator was killed; also a container that
+    was created but not yet started)."""
+    import docker
+    import docker.errors
+    client = docker.DockerClient(base_url=host, timeout=60)
+    try:
+        client.containers.get(name).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    finally:
         client.close()

@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 
 from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.watchdog import watchdog
 
 from .paths import component_dir, is_runner
 from .runtime import Call, Limits, LogRelay, Outcome, numeric_env
-from .runtime_docker import image_id, image_labels, run_stage_in_container
+from .runtime_docker import docker_host, image_id, image_labels, run_stage_in_container
 
 ENGINE_LABEL = "org.duplexeval.engine"
 BENCHMARKS_LABEL = "org.duplexeval.benchmarks"
@@ -96,12 +97,26 @@ class DockerRuntime:
 
     def run(self, call: Call, limits: Limits) -> Outcome:
         args, mounts, env = self.container(call)
+        image = self.image(call.component)
         relay = LogRelay(call.log_file, call.quiet)
+        # Named, and registered with the orchestrator's watchdog before it exists: should the
+        # orchestrator be killed outright, the watchdog removes the container (and holds the
+        # stage's locks until it has).
+        name = container_name(call)
+        wd = watchdog()
+        token = wd.watch("call", ["duplexeval.runtime_docker", "remove_container", [docker_host(), name]],
+                         fds=call.lock_fds)
         try:
             rc, reason = run_stage_in_container(
-                self.image(call.component), args, mounts, call.network, env_names=call.pass_env,
+                image, args, mounts, call.network, env_names=call.pass_env,
                 env_values=env, secret_values=call.secret_env, timeout_s=limits.timeout_s,
-                memory_bytes=limits.memory_bytes, cpus=limits.cpus, log=relay.feed)
+                memory_bytes=limits.memory_bytes, cpus=limits.cpus, log=relay.feed, name=name)
         finally:
             relay.close()
+            wd.drop(token)
         return Outcome(rc, reason, relay.last_error)
+
+
+def container_name(call: Call) -> str:
+    """duplexeval-<component>-<stage key, 12>-<invocation, 8>: unique per invocation."""
+    return f"duplexeval-{call.component}-{(call.key or call.action)[:12]}-{call.invocation[:8]}"

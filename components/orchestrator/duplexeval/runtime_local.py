@@ -6,6 +6,14 @@ the schemas, so editing any of them changes the stage key.
 Limits: the stage runs in its own process group; a monitor kills the whole group when the
 stage passes its timeout or its memory cap (the resident memory of the group, read from /proc),
 and the CPU count is applied as the group's CPU affinity.
+
+The stage's processes end with it and with the orchestrator: what is left of its group when the
+stage exits is killed; a Ctrl-C, SIGTERM or SIGHUP of the orchestrator stops the group (SIGTERM,
+then SIGKILL after 5 s) before the orchestrator records the run as interrupted; and the group is
+registered with the orchestrator's watchdog (duplexeval_common/watchdog.py), which stops it should
+the orchestrator be killed outright (kill -9). The stage's store locks are passed to the stage
+process (and held by the watchdog while it runs), so a lock is held for as long as anything that
+runs the stage lives, not only as long as the orchestrator does.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json, sha256_tree
+from duplexeval_common.watchdog import group_members, kill_groups, watchdog
 
 from .paths import COMPONENTS, REPO, component_command, component_dir, component_sources, own_environment
 from .runtime import GiB, Call, Limits, LogRelay, Outcome
@@ -59,17 +68,30 @@ def _group_rss(pgid: int) -> int:
     return total
 
 
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether the stage process has exited, without reaping it: while it is an unreaped zombie
+    its pid (the group's id) cannot be reused, so the group can still be signalled safely."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped
+        return True
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    """SIGTERM to the stage's group, up to 5 s for all of it to end, then SIGKILL; not reaped."""
+    kill_groups([proc.pid], 5.0)
+    deadline = time.monotonic() + 5.0
+    while not _exited(proc) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _kill_leftovers(proc: subprocess.Popen) -> None:
+    """Processes of the stage's group still running once the stage process has exited."""
+    if group_members(proc.pid):
         try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 class LocalRuntime:
@@ -120,10 +142,25 @@ class LocalRuntime:
 
     def run(self, call: Call, limits: Limits) -> Outcome:
         env = {**os.environ, **call.env(self.identity(call.component)), **call.secret_env}
+        args = self.args(call)
         relay = LogRelay(call.log_file, call.quiet)
-        proc = subprocess.Popen(self.args(call), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        pump = relay.pump(proc.stdout)
+        wd = watchdog()
+        token = None
+        try:
+            proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=call.lock_fds)
+        except BaseException:
+            relay.close()
+            raise
+        try:
+            token = wd.watch("group", [proc.pid], fds=call.lock_fds)
+            pump = relay.pump(proc.stdout)
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            relay.close()
+            wd.drop(token)
+            raise
         reason = ""
         try:
             ncpu = max(1, int(limits.cpus))
@@ -134,7 +171,7 @@ class LocalRuntime:
         t0 = time.monotonic()
         last_mem = 0.0
         try:
-            while proc.poll() is None:
+            while not _exited(proc):
                 time.sleep(_POLL_S)
                 now = time.monotonic()
                 if now - t0 > limits.timeout_s:
@@ -149,11 +186,13 @@ class LocalRuntime:
                                   f"{limits.memory_bytes / GiB:.2f} GiB, and was killed")
                         _kill_group(proc)
                         break
-        except KeyboardInterrupt:
+            _kill_leftovers(proc)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP (runtime.Terminated)
             _kill_group(proc)
             raise
         finally:
             proc.wait()
             pump.join(timeout=10)
             relay.close()
+            wd.drop(token)
         return Outcome(None if reason else proc.returncode, reason, relay.last_error)

@@ -24,10 +24,37 @@ from typing import Callable, Iterator
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json
-from duplexeval_common.jsonio import atomic_write_json, read_json
+from duplexeval_common.jsonio import atomic_write_json, atomic_write_text, read_json
 from duplexeval_common.samples import STAGE_RECORD
 
 from .paths import runs_dir, store_dir
+
+
+@contextlib.contextmanager
+def _writing(what: str) -> Iterator[None]:
+    """An OSError (a read-only home, a full disk) as one line naming what was being written."""
+    try:
+        yield
+    except OSError as exc:
+        raise DuplexEvalError(f"cannot write {what}: {exc.strerror or exc}") from None
+
+
+def mark_interrupted(path: str, reason: str) -> bool:
+    """Rewrite a run.json that still says `running` as `interrupted` with `reason` (the watchdog
+    calls this once a killed orchestrator's stages are stopped; `Store.settle` for a run whose
+    orchestrator is gone). True when it was rewritten."""
+    try:
+        rec = read_json(Path(path))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(rec, dict) or rec.get("status") != "running":
+        return False
+    rec.update(status="interrupted", reason=reason)
+    try:
+        atomic_write_json(Path(path), rec)
+    except OSError:
+        return False
+    return True
 
 
 def stage_key(component: str, identity: str, config: dict, input_digests: list[str],
@@ -66,7 +93,8 @@ class Store:
 
     def write_config(self, key: str, config: dict) -> Path:
         path = self.config_path(key)
-        atomic_write_json(path, config)
+        with _writing(str(path)):
+            atomic_write_json(path, config)
         return path
 
     def record(self, key: str) -> dict | None:
@@ -130,8 +158,11 @@ class Store:
         return content_digest(record)
 
     @contextlib.contextmanager
-    def lock(self, key: str, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[None]:
+    def lock(self, key: str, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[int]:
         """Hold the lock of one stage key; `waiting()` is called once if another run holds it.
+        Yields the locked descriptor: the runtime passes it to the stage's processes (and the
+        watchdog holds it while the stage runs), so the lock stays held while anything that runs
+        the stage lives, even when the orchestrator is killed; leaving the block releases it.
 
         Exclusive to compute or repair a stage; shared to read a complete stage as an input, so
         that no run repairs a stage in place while another run's stage reads it. Locks are taken
@@ -147,7 +178,7 @@ class Store:
                 if waiting:
                     waiting()
                 fcntl.flock(fd, mode)
-            yield
+            yield fd
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
@@ -156,7 +187,11 @@ class Store:
 
     def new_run(self) -> str:
         """A fresh run id whose folder this call created (never shared with another run)."""
-        self.runs.mkdir(parents=True, exist_ok=True)
+        home = f"(the home {self.runs.parent} must be writable: --home or DUPLEXEVAL_HOME)"
+        try:
+            self.runs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DuplexEvalError(f"cannot create {self.runs}: {exc.strerror or exc} {home}") from None
         for _ in range(100):
             run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + _random.token_hex(4)
             try:
@@ -164,19 +199,30 @@ class Store:
                 return run_id
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise DuplexEvalError(f"cannot create a run folder in {self.runs}: {exc.strerror or exc} "
+                                      f"{home}") from None
         raise DuplexEvalError(f"could not create a new run folder in {self.runs}")
+
+    def write_packages(self, run_id: str, lines: list[str]) -> Path:
+        """runs/<run_id>/packages.txt, one `name==version` a line."""
+        path = self.runs / run_id / "packages.txt"
+        with _writing(str(path)):
+            atomic_write_text(path, "".join(f"{line}\n" for line in lines))
+        return path
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs / run_id
 
     def write_run(self, run_id: str, record: dict, latest: bool = True) -> Path:
         path = self.runs / run_id / "run.json"
-        atomic_write_json(path, record)
-        if latest:
-            link = self.runs / "latest"
-            tmp = self.runs / f".latest.{os.getpid()}.{_random.token_hex(2)}"
-            os.symlink(run_id, tmp)
-            os.replace(tmp, link)
+        with _writing(str(path)):
+            atomic_write_json(path, record)
+            if latest:
+                link = self.runs / "latest"
+                tmp = self.runs / f".latest.{os.getpid()}.{_random.token_hex(2)}"
+                os.symlink(run_id, tmp)
+                os.replace(tmp, link)
         return path
 
     def link_in_run(self, run_id: str, name: str, target: Path) -> Path:
@@ -213,6 +259,22 @@ class Store:
         problem = _run_problem(rec)
         if problem:
             raise DuplexEvalError(f"{path}: {problem}")
+        return self.settle(rec, path)
+
+    @staticmethod
+    def settle(rec: dict, path: Path) -> dict:
+        """A run that says `running` but whose orchestrator has certainly ended (killed with
+        kill -9 along with its watchdog, or the machine went down) is interrupted: rewritten so
+        (provenance.orchestrator_gone: same host, and its pid is gone or now another process's)."""
+        from .provenance import orchestrator_gone
+        if rec.get("status") == "running" and orchestrator_gone((rec.get("environment") or {}).get("orchestrator")):
+            pid = rec["environment"]["orchestrator"].get("pid")
+            if mark_interrupted(str(path), f"its orchestrator (pid {pid}) ended without finishing the run "
+                                           "(killed?); the stages it completed stay in the store"):
+                try:
+                    return read_json(path)
+                except (OSError, ValueError):
+                    pass
         return rec
 
     def list_runs(self) -> list[dict]:
@@ -226,7 +288,7 @@ class Store:
                 problem = _run_problem(rec)
             except (OSError, ValueError) as exc:
                 rec, problem = None, f"not JSON ({exc})"
-            out.append(rec if not problem else {"run_id": p.parent.name, "unreadable": problem})
+            out.append(self.settle(rec, p) if not problem else {"run_id": p.parent.name, "unreadable": problem})
         return out
 
 

@@ -180,4 +180,4 @@ def test_an_mtr_run_archives_and_rescores_to_the_same_bytes(home, silence, tmp_p
     r = subprocess.run([command("duplexeval"), "--home", str(home), "rescore", str(archive), "-o",
                         str(tmp_path / "rescored")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[0] == "identical: metrics.json rounds.jsonl report.md"
+    assert r.stdout.splitlines()[0] == "identical: metrics.json report.md rounds.jsonl"

@@ -12,12 +12,17 @@ counted): 429, 408, 409 and 5xx answers, timeouts, dropped connections and malfo
 backoff and jitter, waiting what Retry-After (seconds, or retry-after-ms) asks for when the
 server sends it. 401, 403 and 404 stop the stage (a wrong key, model or URL is the same for
 every request); any other client error fails the one request.
+
+A reply is read up to MAX_REPLY_BYTES (uncompressed: the client asks for identity encoding and
+refuses any other): a longer one fails that request (not retried) as soon as the limit is
+passed, so a server answering 10 MB costs a megabyte's reading, not the whole body's.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -33,6 +38,44 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 RETRY_STATUS = {408, 409, 429}
 FATAL_STATUS = {401: "the API key was refused", 403: "access denied", 404: "model or URL not found"}
 MAX_RETRY_AFTER_S = 300.0  # a server asking for longer is waited for this long
+MAX_REPLY_BYTES = 1 << 20  # a chat completion's body; a judge's reply is a few kilobytes
+
+
+class ReplyTooLarge(Exception):
+    """A reply body past MAX_REPLY_BYTES (or compressed, which would hide its size)."""
+
+
+def _bounded(stream, limit: int):
+    """The response stream, stopping past `limit` bytes (a SyncByteStream of the response's own
+    httpx module, as the client requires)."""
+    base = sys.modules[type(stream).__module__.split(".")[0]].SyncByteStream
+
+    class Bounded(base):
+        def __init__(self):
+            self.n = 0
+
+        def __iter__(self):
+            for chunk in stream:
+                self.n += len(chunk)
+                if self.n > limit:
+                    raise ReplyTooLarge(f"a reply of more than {limit} bytes")
+                yield chunk
+
+        def close(self) -> None:
+            stream.close()
+    return Bounded()
+
+
+def _bound_reply(response) -> None:
+    """httpx response hook (before the body is read): refuse a declared size or an encoding
+    that passes the limit, and bound the bytes actually read."""
+    enc = response.headers.get("content-encoding", "identity").strip().lower()
+    if enc not in ("", "identity"):
+        raise ReplyTooLarge(f"a reply compressed with {enc[:40]!r} (asked for identity)")
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > MAX_REPLY_BYTES:
+        raise ReplyTooLarge(f"a reply of {int(declared)} bytes, more than {MAX_REPLY_BYTES}")
+    response.stream = _bounded(response.stream, MAX_REPLY_BYTES)
 
 
 class CallError(DuplexEvalError):
@@ -106,7 +149,9 @@ class ChatClient:
                 raise DuplexEvalError(f"{what} needs an API key in ${api_key_env}")
             key = "unused"  # a local server (vLLM, Ollama) without authentication takes any value
         self._key = key
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=float(timeout_s), max_retries=0)
+        http = openai.DefaultHttpxClient(event_hooks={"response": [_bound_reply]})
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=float(timeout_s), max_retries=0,
+                                     http_client=http, default_headers={"Accept-Encoding": "identity"})
         self.base_url = redact_url(str(self._client.base_url).rstrip("/"))  # no credentials, ever
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
@@ -162,6 +207,8 @@ class ChatClient:
         openai = self._openai
         try:
             resp = self._client.chat.completions.create(**kwargs)
+        except ReplyTooLarge as exc:  # the same server would answer the same again: not retried
+            raise CallError(f"request to {self.base_url} failed: {exc} (refused)", attempts=attempts) from None
         except openai.APITimeoutError:
             raise _Retry(f"timeout after {self.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
