@@ -71,6 +71,16 @@ def test_cache_roundtrip(tmp_path):
     assert n == 1000 and probs.dtype == np.float32 and list(probs) == [np.float32(0.1), np.float32(0.9)]
 
 
+def test_an_unwritable_cache_never_decides_a_result(tmp_path):
+    """A cache that cannot be written (here its root is a file: chmod does not stop root) costs
+    speed only: save is a no-op and load finds nothing (it once failed the aggregate stage)."""
+    blocked = tmp_path / "cache"
+    blocked.write_text("not a folder")
+    store = vadcache.ProbStore(blocked, "onnx")
+    store.save("cd" * 32, "as16000", np.array([0.5], np.float32), 10)  # no OSError
+    assert store.load("cd" * 32, "as16000") is None and blocked.read_text() == "not a folder"
+
+
 def test_batched_rows_equal_single_files(speak):
     vadcache._init_worker("onnx")
     a = speak("Could you say that again?", 16000)

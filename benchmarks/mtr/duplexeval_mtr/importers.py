@@ -34,7 +34,7 @@ import numpy as np
 
 from duplexeval_common.benchmarks import Importer
 from duplexeval_common.errors import DuplexEvalError, InputError
-from duplexeval_common.jsonio import strict_loads
+from duplexeval_common.import_checks import Excluded, check_wav, strict_json, within
 from duplexeval_common.samples import id_sort_key, name_problem, printable
 
 from .schemas import SCHEMAS
@@ -42,17 +42,6 @@ from .schemas import SCHEMAS
 NAME = "mtr"
 
 
-class Excluded(Exception):
-    """A dialogue that failed a check; the message is its reason."""
-
-
-def strict_json(path: Path):
-    """A JSON file parsed strictly: NaN, Infinity and a key given twice are errors."""
-    try:
-        with open(path, "rb") as f:
-            return strict_loads(f.read())
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise Excluded(f"{Path(path).name} is not valid JSON ({str(exc)[:160]})") from None
 
 SR = 16000
 ENC = "Scenarios_encoding"
@@ -137,7 +126,7 @@ def _round_number(v) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
         return int(v.strip())
     return None
 
@@ -213,6 +202,7 @@ class Dialogue:
     task: str
     set: str
     audio_dir: Path
+    root: Path  # the release's data folder: no file of the dialogue may lead out of it
     rows: list = field(default_factory=list)  # (file index, row)
     problem: str | None = None
 
@@ -230,8 +220,9 @@ def read_dialogues(data: Path, report) -> tuple[list[Dialogue], list[dict], dict
         if not path.is_file():
             report(f"note: {subset}: {ENC}/{rel} is missing; not imported")
             continue
-        hashes[f"{ENC}/{rel}"] = sha256_file(path)
         try:
+            within(data, path, f"{ENC}/{rel}")
+            hashes[f"{ENC}/{rel}"] = sha256_file(path)
             rows = encoding_rows(strict_json(path))
         except Excluded as exc:
             excluded.append({"subset": subset, "id": "*", "reason": f"{ENC}/{rel}: {exc}"})
@@ -247,7 +238,7 @@ def read_dialogues(data: Path, report) -> tuple[list[Dialogue], list[dict], dict
                 report(f"{subset}/#{i}: {ENC}/{rel} row {i} {why}")
                 continue
             did = str(did)
-            d = by_id.setdefault(did, Dialogue(subset, did, task, set_, data / audio))
+            d = by_id.setdefault(did, Dialogue(subset, did, task, set_, data / audio, data))
             if key_id is not None and str(row.get("dialogue_id", key_id)) != key_id:
                 d.problem = d.problem or f"row {i} has dialogue_id {row['dialogue_id']!r} under key {key_id!r}"
             d.rows.append((i, row))
@@ -257,29 +248,27 @@ def read_dialogues(data: Path, report) -> tuple[list[Dialogue], list[dict], dict
 
 # ---- audio -----------------------------------------------------------------------------------
 
-def read_audio(path: Path, stereo_only: bool = False) -> tuple[np.ndarray, int]:
-    """(int16 [frames, channels] at 16 kHz, source frames/source rate as frames at 16 kHz)."""
+def read_audio(path: Path, root: Path, stereo_only: bool = False) -> tuple[np.ndarray, int]:
+    """(int16 [frames, channels] at 16 kHz, 16 kHz) of a dialogue's audio file, after the checks
+    every importer applies (duplexeval_common.import_checks: no link out of `root`, the release's
+    data folder; readable, finite, a rate and a length in bounds) and one or two channels."""
     import soundfile as sf
     from duplexeval_common.wavio import resample
     if not path.is_file():
         raise Excluded(f"{path.name} is missing")
+    within(root, path, path.name)
+    check_wav(path, mono=False, formats=("WAV", "WAVEX", "MP3"))
     try:
         info = sf.info(str(path))
         if info.samplerate == SR and info.subtype == "PCM_16":
             data = sf.read(str(path), dtype="int16", always_2d=True)[0]
         else:
             x = sf.read(str(path), dtype="float64", always_2d=True)[0]
-            if not np.isfinite(x).all():
-                raise Excluded(f"{path.name} contains non-finite samples")
             cols = [resample(x[:, c], info.samplerate, SR).astype(np.float64) for c in range(x.shape[1])]
             data = np.clip(np.round(np.stack(cols, axis=1) * 32768.0), -32768, 32767).astype(np.int16)
-    except Excluded:
-        raise
     except Exception as exc:  # soundfile raises several types for bad files
         msg = printable(str(exc).replace(str(path), path.name), 160)
         raise Excluded(f"{path.name} is not readable audio ({msg})") from None
-    if data.shape[0] == 0:
-        raise Excluded(f"{path.name} is empty (no samples)")
     if data.shape[1] not in (1, 2) or (stereo_only and data.shape[1] != 2):
         want = "stereo (left user, right model)" if stereo_only else "mono (user) or stereo (left user, right model)"
         raise Excluded(f"{path.name} has {data.shape[1]} channels; expected {want}")
@@ -426,7 +415,7 @@ def round_samples(d: Dialogue, texts: dict) -> list[tuple]:
         raise Excluded(f"dialogue id {name_problem(d.id)}")
     if not 0 < len(d.rows) < 100:
         raise Excluded(f"{len(d.rows)} rounds (round sample ids have two digits: 1..99)")
-    pcm, _ = read_audio(d.audio_dir / f"{d.id}.wav")
+    pcm, _ = read_audio(d.audio_dir / f"{d.id}.wav", d.root)
     T = pcm.shape[0] / SR
     rounds = dialogue_rounds(d, T, texts)
     problem_ = _encoding_problem(d, rounds)
@@ -467,13 +456,13 @@ def write_sample(work: Path, subset: str, sid: str, task: str, files: dict, dura
             "files": {n: hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())}}
 
 
-def dialogue_sample(path: Path) -> tuple:
+def dialogue_sample(path: Path, root: Path) -> tuple:
     """One Candor recording as a dialogue-quality dialogue sample."""
     from duplexeval_common.jsonio import dumps
     did = path.stem
     if name_problem(did):
         raise Excluded(f"dialogue id {name_problem(did)}")
-    pcm, _ = read_audio(path, stereo_only=True)
+    pcm, _ = read_audio(path, root, stereo_only=True)
     doc = {"format": "mtr-dialogue/1", "dialogue_id": did, "task": "dialogue_quality",
            "duration_s": _t(pcm.shape[0] / SR), "lines": []}
     return (DQ_SUBSET, did, "dialogue_quality",
@@ -500,6 +489,8 @@ def import_release(svc, directory: Path, name: str, home: Path | None = None, fo
         p = data / rel
         if any(d.task == task for d in dialogues):
             try:
+                if p.is_file():
+                    within(data, p, rel)
                 texts[task] = question_texts(strict_json(p)) if p.is_file() else {}
                 hashes[rel] = sha256_file(p) if p.is_file() else None
             except Excluded as exc:
@@ -512,7 +503,7 @@ def import_release(svc, directory: Path, name: str, home: Path | None = None, fo
         rows = []
         jobs = [(d.subset, d.id, lambda d=d: round_samples(d, texts.get(d.task, {})))
                 for d in sorted(dialogues, key=lambda d: (d.subset, *id_sort_key(d.id)))]
-        jobs += [(DQ_SUBSET, p.stem, lambda p=p: [dialogue_sample(p)]) for p in mp3s]
+        jobs += [(DQ_SUBSET, p.stem, lambda p=p: [dialogue_sample(p, data)]) for p in mp3s]
         folded: dict[tuple, list[str]] = {}
         for subset, did, _ in jobs:
             folded.setdefault((subset, did.casefold()), []).append(did)
@@ -529,7 +520,7 @@ def import_release(svc, directory: Path, name: str, home: Path | None = None, fo
         if not rows:
             raise DuplexEvalError(f"{data}: no dialogue passed the checks ({len(excluded)} excluded); nothing "
                                   "was written")
-        manifest = svc.manifest(NAME, name, "mtr-duplexbench", data, rows, excluded,
+        manifest = svc.manifest(NAME, name, "mtr", data, rows, excluded,
                                 release={"name": "huggingface.co/datasets/Jeff0918/MTR-DuplexBench",
                                          "files_sha256": dict(sorted(hashes.items()))})
         final = commit(manifest)

@@ -17,7 +17,8 @@ DQ, IF, SAFETY, SEGMENT = ("mtr-dialogue-quality", "mtr-instruction-following", 
                            "mtr-turn-segmentation")
 # The rescaling of the MTR-DuplexBench paper (its Table 5): ground-truth dialogues score 2.97 raw,
 # so raw scores are mapped 0-2.97 -> 0-5 (not in the released code).
-MTR_DQ_RESCALE = 5 / 2.97
+DQ_RAW_GT = 2.97
+MTR_DQ_RESCALE = 5 / DQ_RAW_GT
 
 
 def parse_mtr_score(text: str) -> Parsed | None:

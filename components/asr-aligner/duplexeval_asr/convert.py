@@ -207,7 +207,15 @@ def cached_checkpoint(ct2_dir: Path) -> Path:
         raise DuplexEvalError(f"{ct2_dir} is not a CTranslate2 model folder (no model.bin)")
     path = cache_path(ct2_dir)
     if not path.is_file():
-        private_dir(path.parent)
+        try:
+            private_dir(path.parent)
+        except OSError:  # a read-only cache: converted into a scratch folder removed at exit
+            import atexit
+            import shutil
+            import tempfile
+            scratch = Path(tempfile.mkdtemp(prefix="duplexeval-ct2-"))
+            atexit.register(shutil.rmtree, scratch, True)
+            path = scratch / "model.pt"
         convert(ct2_dir, path)
     return path
 

@@ -151,25 +151,9 @@ def jsonl_text(rows: list) -> str:
                    for r in rows)
 
 
-def _strict_pairs(pairs: list) -> dict:
-    """An object's members, refusing a key given twice (linear in the number of keys)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise ValueError(f"key {k!r} given twice")
-            seen.add(k)
-    return out
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
 def strict_loads(data: bytes | str) -> Any:
     """JSON parsed strictly: NaN, Infinity and a key given twice are errors (ValueError); linear
     in the text's length."""
     if isinstance(data, bytes):
         data = data.decode("utf-8")
-    return json.loads(data, parse_constant=_no_constant, object_pairs_hook=_strict_pairs)
+    return json.loads(data, parse_constant=_no_constant, object_pairs_hook=strict_pairs)

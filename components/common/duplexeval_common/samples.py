@@ -66,8 +66,9 @@ def inside(root: Path, path: Path) -> bool:
 
 
 def id_sort_key(sample_id: str) -> tuple:
-    """Numeric ids in numeric order, then the others by name."""
-    return (0, int(sample_id), sample_id) if sample_id.isdigit() else (1, 0, sample_id)
+    """Numeric ids (ASCII digits: "²" is a digit to str.isdigit but no int) in numeric order,
+    then the others by name."""
+    return (0, int(sample_id), sample_id) if sample_id.isascii() and sample_id.isdigit() else (1, 0, sample_id)
 
 
 @dataclass(frozen=True, order=True)

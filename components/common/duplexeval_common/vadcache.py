@@ -96,8 +96,11 @@ class ProbStore:
         buf = io.BytesIO()
         np.savez(buf, probs=np.asarray(probs, dtype=np.float32), n=np.int64(n))
         f = self.file(sha, feed)
-        private_dir(f.parent)  # the cache folders are the user's only (0o700)
-        write_bytes_atomic(f, buf.getvalue())
+        try:
+            private_dir(f.parent)  # the cache folders are the user's only (0o700)
+            write_bytes_atomic(f, buf.getvalue())
+        except OSError:  # a read-only or full cache costs a recomputation later, never a result
+            pass
 
 
 # ---- model side (runs in the worker processes) ----

@@ -37,17 +37,14 @@ from typing import Any, Callable, Iterator
 
 from duplexeval_common.benchmarks import Importer  # noqa: F401  (what a benchmark declares)
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.samples import id_sort_key, inside, name_problem, printable
+# the checks every importer applies live in common, so a benchmark's importer uses the same ones
+from duplexeval_common.import_checks import (MAX_RATE, MAX_SECONDS, MIN_RATE, Excluded,  # noqa: F401
+                                             canonical_id, check_wav, entries, id_problem, strict_json,
+                                             within)
+from duplexeval_common.samples import id_sort_key, name_problem, printable
 
 FORMAT = "duplexeval-import/1"
 MANIFEST = "manifest.json"
-MIN_RATE = 8000          # Hz: below it no ASR or VAD of the pipeline hears speech
-MAX_RATE = 192000
-MAX_SECONDS = 4 * 3600   # one sample
-
-
-class Excluded(Exception):
-    """A sample that failed a check; the message is its reason."""
 
 
 @dataclass
@@ -81,17 +78,6 @@ def default_report(line: str) -> None:
 
 # ---- ids -------------------------------------------------------------------------------------
 
-def id_problem(value: str) -> str | None:
-    """Why a sample id cannot be imported (duplexeval_common.samples.name_problem), or None."""
-    problem = name_problem(value)
-    return None if problem is None else f"sample id {problem}"
-
-
-def canonical_id(value: str) -> str:
-    """Ids that name the same sample share this: numbers by value, other names ignoring case."""
-    return str(int(value)) if value.isascii() and value.isdigit() else value.casefold()
-
-
 def mark_duplicates(cands: list[Candidate]) -> None:
     """Exclude every spelling of an id that another id of the same subset also names."""
     groups: dict[tuple[str, str], list[Candidate]] = {}
@@ -101,72 +87,9 @@ def mark_duplicates(cands: list[Candidate]) -> None:
     for group in groups.values():
         if len(group) > 1:
             names = " and ".join(repr(c.id) for c in sorted(group, key=lambda c: c.id))
-            how = "as numbers" if group[0].id.isdigit() else "ignoring case"
+            how = "as numbers" if group[0].id.isascii() and group[0].id.isdigit() else "ignoring case"
             for c in group:
                 c.reason = f"duplicate id: {names} name the same sample (equal {how}); none is imported"
-
-
-# ---- file checks -----------------------------------------------------------------------------
-
-def within(root: Path, path: Path, what: str) -> None:
-    """The link rule of every importer: `path` (a folder or file) must not lead out of `root`."""
-    if not inside(root, path):
-        raise Excluded(f"{what} is a link leading out of {root}")
-
-
-def entries(folder: Path) -> list[str]:
-    """A folder's entries, hidden ones left out, in a stable order."""
-    return sorted(n for n in os.listdir(folder) if not n.startswith("."))
-
-
-def strict_json(path: Path):
-    """A JSON file parsed strictly: NaN, Infinity and a key given twice are errors."""
-    from duplexeval_common.jsonio import strict_loads
-    try:
-        with open(path, "rb") as f:
-            return strict_loads(f.read())
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise Excluded(f"{Path(path).name} is not valid JSON ({str(exc)[:160]})") from None
-
-
-def check_wav(path: Path, mono: bool = True, what: str | None = None) -> tuple[int, int, int]:
-    """(frames, rate, channels) of a WAV file that is readable, non-empty and finite, at a rate in
-    [MIN_RATE, MAX_RATE], at most MAX_SECONDS long and (with `mono`) of one channel; else Excluded."""
-    import numpy as np
-    import soundfile as sf
-    name = what or Path(path).name
-    try:
-        info = sf.info(str(path))
-    except Exception as exc:  # soundfile raises several types for bad files
-        raise Excluded(f"{name} is not readable audio ({_why(exc, path)})") from None
-    if info.format not in ("WAV", "WAVEX"):
-        raise Excluded(f"{name} is {info.format}, not WAV")
-    if mono and info.channels != 1:
-        raise Excluded(f"{name} has {info.channels} channels; the benchmark's inputs are mono "
-                       "(stereo is not downmixed on import: convert it first)")
-    if not MIN_RATE <= info.samplerate <= MAX_RATE:
-        raise Excluded(f"{name} is sampled at {info.samplerate} Hz; a rate in [{MIN_RATE}, {MAX_RATE}] Hz "
-                       "is needed")
-    if info.frames == 0:
-        raise Excluded(f"{name} is empty (no samples)")
-    if info.frames > MAX_SECONDS * info.samplerate:
-        raise Excluded(f"{name} lasts {info.frames / info.samplerate:.0f} s, over the {MAX_SECONDS} s "
-                       "a sample may last")
-    try:
-        with sf.SoundFile(str(path)) as f:
-            for block in f.blocks(blocksize=1 << 18, dtype="float32"):
-                if not np.isfinite(block).all():
-                    raise Excluded(f"{name} contains non-finite samples")
-    except Excluded:
-        raise
-    except Exception as exc:
-        raise Excluded(f"{name} is not readable audio ({_why(exc, path)})") from None
-    return info.frames, info.samplerate, info.channels
-
-
-def _why(exc: Exception, path: Path) -> str:
-    """soundfile's message without the full path it quotes."""
-    return printable(str(exc).replace(str(path), Path(path).name), 160)
 
 
 def sha256_copy(src: Path, dst: Path) -> str:

@@ -39,7 +39,7 @@ def weights_dir(model_dir: str | None = None) -> Path:
 
 def parse_voice(voice: str) -> int:
     head, _, tail = voice.partition(":")
-    if head != "seed" or not tail.isdigit():
+    if head != "seed" or not (tail.isascii() and tail.isdigit()):
         raise DuplexEvalError(f"tts engine 'chattts': unknown voice {voice!r}; voices are seed:<n> "
                               f"(a speaker drawn with seed n), e.g. {DEFAULT_VOICE}")
     return int(tail)

@@ -45,7 +45,7 @@ _CANONICAL = contextvars.ContextVar("duplexeval_official_canonical_order", defau
 
 
 def _order_key(name: str) -> tuple:
-    return (0, int(name), name) if name.isdigit() else (1, 0, name)
+    return (0, int(name), name) if name.isascii() and name.isdigit() else (1, 0, name)
 
 
 def listdir(path) -> list[str]:

@@ -9,13 +9,24 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from duplexeval import catalog
+from duplexeval import catalog, importing
 from duplexeval_fdb_v1 import importers
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file, sha256_tree
 from duplexeval_common.jsonio import read_json
 
 from tests.conftest import command, silence, tone
+
+
+def import_fdb_v1(src, name, **kw):
+    """The importer with the orchestrator's import service, as `duplexeval import fdb-v1` runs it."""
+    from duplexeval import importing
+    return importers.import_release(importing, src, name, **kw)
+
+
+def import_folder(src, name, **kw):
+    from duplexeval import importing
+    return importers.import_folder(importing, src, name, **kw)
 
 
 def dx(home, *args):
@@ -80,14 +91,14 @@ def test_official_release_imports_whole_with_its_manifest(tmp_path):
     src = release(tmp_path / "download" / "Full-Duplex-Bench-v1")  # one level above the subsets
     before = tree_state(tmp_path / "download")
     lines = []
-    got = importers.import_fdb_v1(tmp_path / "download", "fdb-test", home=tmp_path / "home", report=lines.append)
+    got = import_fdb_v1(tmp_path / "download", "fdb-test", home=tmp_path / "home", report=lines.append)
     assert lines == [] and got.excluded == [] and got.kept == 10
     out = tmp_path / "home" / "datasets" / "fdb-test"
     assert got.path == out
     m = read_json(out / "manifest.json")
     assert m["format"] == "duplexeval-import/1" and m["name"] == "fdb-test" and m["source"] == "fdb-v1"
     assert m["source_path"] == str(src.resolve()) and m["created_by"]["package"] == "duplexeval"
-    assert m["icc_gt_sha256"] == sha256_file(src / importers.ICC_GT) == sha256_file(out / importers.ICC_GT)
+    assert m["root_files"][importers.ICC_GT] == sha256_file(src / importers.ICC_GT) == sha256_file(out / importers.ICC_GT)
     rows = {(r["subset"], r["id"]): r for r in m["samples"]}
     assert len(rows) == 10 and m["excluded"] == []
     r = rows[("candor_pause_handling", "1")]
@@ -106,11 +117,11 @@ def test_official_release_imports_whole_with_its_manifest(tmp_path):
 def test_reimport_refuses_without_force_and_force_replaces(tmp_path):
     src = release(tmp_path / "v1", n=1)
     home = tmp_path / "home"
-    importers.import_fdb_v1(src, "x", home=home, report=lambda _: None)
+    import_fdb_v1(src, "x", home=home, report=lambda _: None)
     with pytest.raises(DuplexEvalError, match="already exists .*--force replaces it"):
-        importers.import_fdb_v1(src, "x", home=home, report=lambda _: None)
+        import_fdb_v1(src, "x", home=home, report=lambda _: None)
     (home / "datasets" / "x" / "stray").write_text("old")
-    importers.import_fdb_v1(src, "x", home=home, force=True, report=lambda _: None)
+    import_fdb_v1(src, "x", home=home, force=True, report=lambda _: None)
     assert not (home / "datasets" / "x" / "stray").exists()
     assert sorted(p.name for p in (home / "datasets").iterdir()) == ["x"]
 
@@ -120,27 +131,27 @@ def test_bad_names_and_overlapping_folders_are_one_line_errors(tmp_path):
     for name, message in (("fdb-mini", "is a built-in dataset"), ("../up", "path separator"),
                           ("a b", "not a plain name")):
         with pytest.raises(DuplexEvalError, match=message):
-            importers.import_fdb_v1(src, name, home=tmp_path / "h")
+            import_fdb_v1(src, name, home=tmp_path / "h")
     (tmp_path / "empty" / "sub").mkdir(parents=True)
     with pytest.raises(DuplexEvalError, match="no Full-Duplex-Bench v1.0 subset folder"):
-        importers.import_fdb_v1(tmp_path / "empty", "y", home=tmp_path / "h2")
+        import_fdb_v1(tmp_path / "empty", "y", home=tmp_path / "h2")
     # a release lying where the import would go: --force would replace the source
     inside = release(tmp_path / "h3" / "datasets" / "v1", n=1)
     with pytest.raises(DuplexEvalError, match="overlap"):
-        importers.import_fdb_v1(inside, "v1", home=tmp_path / "h3", force=True)
+        import_fdb_v1(inside, "v1", home=tmp_path / "h3", force=True)
     assert (inside / "candor_pause_handling" / "1" / "input.wav").is_file()
     with pytest.raises(DuplexEvalError, match="--icc-gt .*no such file"):
-        importers.import_fdb_v1(src, "z", icc_gt=tmp_path / "nope.json", home=tmp_path / "h")
+        import_fdb_v1(src, "z", icc_gt=tmp_path / "nope.json", home=tmp_path / "h")
 
 
 @pytest.mark.parametrize("value", ["..", "a/b", "/etc", "...", "x..y", "a b", "-1", "é", "x\ny", "", "a" * 129])
 def test_path_traversal_and_odd_ids_are_refused(value):
-    assert importers.id_problem(value) is not None
+    assert importing.id_problem(value) is not None
 
 
 @pytest.mark.parametrize("value", ["0", "17", "a-b.c", "S_01"])
 def test_plain_ids_pass(value):
-    assert importers.id_problem(value) is None
+    assert importing.id_problem(value) is None
 
 
 def broken_release(root):
@@ -197,7 +208,7 @@ EXPECTED = {
     "synthetic_user_interruption/4": "interruption onset S is after its end R",
     "synthetic_user_interruption/5": "context.wav is empty",
     "icc_backchannel/3": "no ground-truth distribution for id 3 in icc_gt_distribution.json",
-    "icc_backchannel/x4": "an icc_backchannel id must be a number",
+    "icc_backchannel/x4": "a backchannel id must be a number",
 }
 
 
@@ -205,7 +216,7 @@ def test_broken_release_keeps_the_good_samples_and_names_each_bad_one(tmp_path):
     src = broken_release(tmp_path / "v1")
     before = tree_state(src)
     lines = []
-    got = importers.import_fdb_v1(src, "broken", home=tmp_path / "home", report=lines.append)
+    got = import_fdb_v1(src, "broken", home=tmp_path / "home", report=lines.append)
     reported = dict(line.split(": ", 1) for line in lines)
     assert set(reported) == set(EXPECTED), lines
     for key, reason in EXPECTED.items():
@@ -227,7 +238,7 @@ def test_a_turn_taking_end_past_the_window_is_caught_beyond_the_aggregator(tmp_p
     js(src / "candor_turn_taking" / "1" / "turn_taking.json",
        [{"text": "[TURN-TAKING]", "timestamp": [1.5, 4.5]}])  # T is 4 s; the aggregator reads only 1.5
     lines = []
-    importers.import_fdb_v1(src, "t", home=tmp_path / "h", report=lines.append)
+    import_fdb_v1(src, "t", home=tmp_path / "h", report=lines.append)
     assert lines == ["candor_turn_taking/1: turn_taking.json item 0 end 4.500000 s is outside the window "
                      "[0, 4.000000] of input.wav"]
 
@@ -236,17 +247,17 @@ def test_a_bad_ground_truth_file_stops_the_import_and_a_missing_one_is_noted(tmp
     src = release(tmp_path / "v1", n=1)
     (src / importers.ICC_GT).write_text("[1, 2]")
     with pytest.raises(DuplexEvalError, match="expected an object"):
-        importers.import_fdb_v1(src, "g", home=tmp_path / "h")
+        import_fdb_v1(src, "g", home=tmp_path / "h")
     assert not (tmp_path / "h" / "datasets" / "g").exists()
     (src / importers.ICC_GT).unlink()
     lines = []
-    got = importers.import_fdb_v1(src, "g", home=tmp_path / "h", report=lines.append)
+    got = import_fdb_v1(src, "g", home=tmp_path / "h", report=lines.append)
     assert any("no icc_gt_distribution.json" in line for line in lines) and got.excluded == []
-    assert read_json(got.path / "manifest.json")["icc_gt_sha256"] is None
+    assert importers.ICC_GT not in read_json(got.path / "manifest.json")["root_files"]
     gt = tmp_path / "gt.json"
     js(gt, {"1": [0.2, 0.2]})  # sums to 0.4
     lines = []
-    importers.import_fdb_v1(src, "g2", icc_gt=gt, home=tmp_path / "h", report=lines.append)
+    import_fdb_v1(src, "g2", icc_gt=gt, home=tmp_path / "h", report=lines.append)
     assert lines == ["icc_backchannel/1: the ground-truth distribution for id 1 in icc_gt_distribution.json "
                      "sums to 0.400000, not 1"]
 
@@ -289,9 +300,9 @@ def test_folder_import_derives_subsets_from_the_annotation_and_names_each_bad_sa
     src = plain_folder(tmp_path / "mine")
     before = tree_state(src)
     lines = []
-    got = importers.import_folder(src, "mine", home=tmp_path / "home", report=lines.append)
+    got = import_folder(src, "mine", home=tmp_path / "home", report=lines.append)
     m = read_json(got.path / "manifest.json")
-    assert m["source"] == "folder" and m["icc_gt_sha256"] is None
+    assert m["source"] == "folder" and m["root_files"] == {}
     assert sorted((r["subset"], r["id"], r["task"]) for r in m["samples"]) == [
         ("mine_pause_handling", "p1", "pause_handling"), ("mine_turn_taking", "t1", "smooth_turn_taking"),
         ("mine_user_interruption", "i1", "user_interruption")]
@@ -311,14 +322,14 @@ def test_folder_import_derives_subsets_from_the_annotation_and_names_each_bad_sa
 def test_folder_import_with_a_subset_keeps_only_its_task(tmp_path):
     src = plain_folder(tmp_path / "mine")
     lines = []
-    got = importers.import_folder(src, "m2", subset="ours_turn_taking", home=tmp_path / "h", report=lines.append)
+    got = import_folder(src, "m2", subset="ours_turn_taking", home=tmp_path / "h", report=lines.append)
     assert [(r["subset"], r["id"]) for r in got.manifest["samples"]] == [("ours_turn_taking", "t1")]
     assert "ours_turn_taking/p1: pause.json makes it a pause_handling sample, but subset ours_turn_taking " \
            "is smooth_turn_taking" in lines
     with pytest.raises(DuplexEvalError, match="must end with pause_handling"):
-        importers.import_folder(src, "m3", subset="ours", home=tmp_path / "h")
+        import_folder(src, "m3", subset="ours", home=tmp_path / "h")
     with pytest.raises(DuplexEvalError, match="no sample folders"):
-        importers.import_folder(tmp_path / "h" / "datasets" / "m2" / "ours_turn_taking" / "t1", "m4",
+        import_folder(tmp_path / "h" / "datasets" / "m2" / "ours_turn_taking" / "t1", "m4",
                                 home=tmp_path / "h2")
 
 
@@ -326,7 +337,7 @@ def test_nothing_passing_writes_nothing(tmp_path):
     src = tmp_path / "src"
     backchannel_sample(src / "a")
     with pytest.raises(DuplexEvalError, match="no sample passed the checks"):
-        importers.import_folder(src, "n", home=tmp_path / "h", report=lambda _: None)
+        import_folder(src, "n", home=tmp_path / "h", report=lambda _: None)
     assert list((tmp_path / "h" / "datasets").iterdir()) == []
 
 
@@ -334,7 +345,7 @@ def test_nothing_passing_writes_nothing(tmp_path):
 
 def test_catalog_finds_imported_datasets_and_builtins_win(tmp_path, monkeypatch):
     monkeypatch.setenv("DUPLEXEVAL_HOME", str(tmp_path))
-    importers.import_fdb_v1(release(tmp_path / "v1", n=1), "mine", home=tmp_path, report=lambda _: None)
+    import_fdb_v1(release(tmp_path / "v1", n=1), "mine", home=tmp_path, report=lambda _: None)
     comp, folder, _ = catalog.dataset("mine")
     assert comp == "tts-synth" and folder == tmp_path / "datasets" / "mine"
     assert "mine" in catalog.datasets() and "fdb-mini" in catalog.datasets()
@@ -342,7 +353,7 @@ def test_catalog_finds_imported_datasets_and_builtins_win(tmp_path, monkeypatch)
     (tmp_path / "datasets" / "fdb-mini").mkdir()  # a folder under a built-in name never wins
     (tmp_path / "datasets" / "fdb-mini" / "manifest.json").write_text(
         (tmp_path / "datasets" / "mine" / "manifest.json").read_text())
-    assert catalog.dataset("fdb-mini") == catalog.DATASETS_KNOWN["fdb-mini"]
+    assert catalog.dataset("fdb-mini") == catalog.builtin()["fdb-mini"]
     with pytest.raises(DuplexEvalError, match=r"unknown dataset 'nope'; built-in: .*fdb-mini.*; imported: .*mine"):
         catalog.dataset("nope")
     with pytest.raises(DuplexEvalError, match="unknown dataset '../mine'"):
@@ -360,12 +371,12 @@ def tts_synth(inp, out, config):
 
 
 def test_dataset_stage_in_import_mode_copies_verifies_and_annotates(tmp_path):
-    got = importers.import_fdb_v1(release(tmp_path / "v1"), "s", home=tmp_path, report=lambda _: None)
+    got = import_fdb_v1(release(tmp_path / "v1"), "s", home=tmp_path, report=lambda _: None)
     before = sha256_tree(got.path)
     bad = got.path / "synthetic_user_interruption" / "2" / "interrupt.json"
     bad.write_text(bad.read_text().replace("wait", "WAIT"))  # tampered after the import
     assert sha256_tree(got.path) != before  # the stage key (plan.Source) follows the content
-    r = tts_synth(got.path, tmp_path / "out", {"dataset": "s", "limit": 2})
+    r = tts_synth(got.path, tmp_path / "out", {"benchmark": "fdb-v1", "dataset": "s", "limit": 2})
     assert r.returncode == 1, r.stderr
     assert "synthetic_user_interruption/2: interrupt.json differs from the import manifest" in r.stderr
     out = tmp_path / "out"
@@ -380,12 +391,12 @@ def test_dataset_stage_in_import_mode_copies_verifies_and_annotates(tmp_path):
     assert read_json(out / "samples" / "candor_turn_taking" / "2" / "sample.json")["turn_end_s"] == 1.5
     assert sha256_file(out / "samples" / "candor_pause_handling" / "1" / "input.wav") == \
         sha256_file(got.path / "candor_pause_handling" / "1" / "input.wav")
-    assert sha256_file(out / "icc_gt_distribution.json") == got.manifest["icc_gt_sha256"]
+    assert sha256_file(out / "icc_gt_distribution.json") == got.manifest["root_files"][importers.ICC_GT]
     man = read_json(out / "manifest.json")
     rows = {f"{r['subset']}/{r['id']}": r for r in man["samples"]}
     assert rows["synthetic_user_interruption/2"]["status"] == "failed"
     assert man["source"]["mode"] == "imported" and man["source"]["imported"]["source"] == "fdb-v1"
-    r = tts_synth(got.path, tmp_path / "out1", {"dataset": "s", "limit": 1, "engine": "espeak-ng"})
+    r = tts_synth(got.path, tmp_path / "out1", {"benchmark": "fdb-v1", "dataset": "s", "limit": 1, "engine": "espeak-ng"})
     assert r.returncode == 2 and "setting engine does not apply to an imported dataset" in r.stderr
 
 
@@ -413,3 +424,20 @@ def test_eval_on_an_imported_dataset_scores_and_a_tampered_file_fails_its_sample
     assert run2["status"] == "partial" and run2["stages"][0]["key"] != run["stages"][0]["key"]
     assert "input.wav differs from the import manifest" in run2["missing"]["candor_pause_handling/1"]
     assert list(run2["missing"]) == ["candor_pause_handling/1"]
+
+
+def test_odd_digit_ids_are_one_line_not_a_crash(tmp_path):
+    """"²" is a digit to str.isdigit but not to int(): a sample folder so named is excluded with
+    its reason (it once crashed `import folder` and `import fdb-v1` and lost the good samples)."""
+    src = tmp_path / "plain"
+    pause_sample(src / "p1", sr=16000)
+    pause_sample(src / "²", sr=16000)
+    lines = []
+    got = import_folder(src, "odd", home=tmp_path / "h", report=lines.append)
+    assert got.kept == 1 and [e["id"] for e in got.excluded] == ["\\xb2"]
+    assert len(lines) == 1 and "not a plain name" in lines[0]
+    rel = release(tmp_path / "v1", n=1)
+    pause_sample(rel / "synthetic_pause_handling" / "²", sr=16000)
+    lines = []
+    got = import_fdb_v1(rel, "odd2", home=tmp_path / "h", report=lines.append)
+    assert got.kept == 5 and [e["id"] for e in got.excluded] == ["\\xb2"] and len(lines) == 1

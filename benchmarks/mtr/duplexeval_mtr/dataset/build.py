@@ -50,7 +50,7 @@ def round_id(dialogue_id: str, k: int) -> str:
 def dialogue_of(sample_id: str) -> str:
     """The dialogue of a round sample id `<dialogue>-r<kk>` (the id itself when it is none)."""
     head, sep, tail = sample_id.rpartition("-r")
-    return head if sep and head and tail.isdigit() and len(tail) >= 2 else sample_id
+    return head if sep and head and tail.isascii() and tail.isdigit() and len(tail) >= 2 else sample_id
 
 
 @dataclasses.dataclass

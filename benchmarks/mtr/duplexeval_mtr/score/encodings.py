@@ -83,7 +83,10 @@ def _read_object(path: Path, key: str) -> dict:
     return obj
 
 
-def _required_times(task: str, features: tuple) -> tuple:
+def _required_times(task: str, features: tuple, ts: dict) -> tuple:
+    """The timestamps a round of these features needs. A pause round without pause times (or
+    both 0.0, the release's "no pause") is scored over the user turn (rules.pause_window), so an
+    interruption+pause round then needs the user times too."""
     if task != "features":
         return ()
     need = ["model_start", "model_end"]
@@ -91,6 +94,8 @@ def _required_times(task: str, features: tuple) -> tuple:
         need += ["interruption_start", "interruption_end"]
     else:
         need += ["user_start", "user_end"]
+    if "P" in features and ts.get("pause_start", 0.0) == 0.0 and ts.get("pause_end", 0.0) == 0.0:
+        need += [k for k in ("user_start", "user_end") if k not in need]
     if "B" in features:
         need += ["background_start", "background_end"]
     return tuple(need)
@@ -149,9 +154,10 @@ def _round(key: str, task: str, r, i: int) -> Round:
     if unknown:
         raise InputError(key, f"{where}: unknown timestamp key(s) {', '.join(unknown)}")
     ts = {k: _time(key, where, k, ts_in[k]) for k in TIMESTAMP_KEYS if k in ts_in}
-    for k in _required_times(task, fs):
+    for k in _required_times(task, fs, ts):
         if k not in ts:
-            raise InputError(key, f"{where}: {'+'.join(fs)} needs timestamp {k}")
+            why = " (no pause times: the pause is the user turn)" if k.startswith("user_") and "I" in fs else ""
+            raise InputError(key, f"{where}: {'+'.join(fs)} needs timestamp {k}{why}")
     for a, b in PAIRS:
         if (a in ts) != (b in ts):
             raise InputError(key, f"{where}: {a} and {b} come together (one is missing)")

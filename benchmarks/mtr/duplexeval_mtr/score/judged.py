@@ -9,11 +9,9 @@ record; ok records are scored, unparsed and failed ones are counted and excluded
 
 from __future__ import annotations
 
+from ..prompts import DQ_RAW_GT, MTR_DQ_RESCALE as DQ_RESCALE  # noqa: F401  (the paper's rescaling)
 from .encodings import Dialogue
 from .rounds import judged_cell, table
-
-DQ_RAW_GT = 2.97                  # the paper: ground-truth dialogues score 2.97 raw ...
-DQ_RESCALE = 5 / DQ_RAW_GT        # ... rescaled to 5 (duplexeval_common.llm.prompts.MTR_DQ_RESCALE)
 
 
 def judged_rows(d: Dialogue) -> list[dict]:

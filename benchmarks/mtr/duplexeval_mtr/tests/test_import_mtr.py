@@ -20,6 +20,12 @@ from tests.conftest import command
 SR = 16000
 
 
+def import_mtr(src, name, **kw):
+    """The importer with the orchestrator's import service, as `duplexeval import mtr` runs it."""
+    from duplexeval import importing
+    return im.import_release(importing, src, name, **kw)
+
+
 def codes(n, sign=1, offset=0):
     """int16 samples that say where they came from: 1 + (i + offset) % 20000, signed."""
     return (sign * (1 + (np.arange(n) + offset) % 20000)).astype(np.int16)
@@ -101,7 +107,7 @@ def release(root, mp3=True):
 def imported(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mtr")
     lines = []
-    got = im.import_mtr(release(tmp / "dl"), "m", home=tmp / "home", report=lines.append)
+    got = import_mtr(release(tmp / "dl"), "m", home=tmp / "home", report=lines.append)
     return tmp, got, lines
 
 
@@ -130,7 +136,7 @@ def test_smooth_round_samples_by_construction(imported):
                              {"role": "assistant", "start": 2.5, "end": 4.0, "text": ""}]
     rows = {(r["subset"], r["id"]): r for r in got.manifest["samples"]}
     row_ = rows[("smooth_features", "good-r02")]
-    assert row_["mtr"] == "round" and row_["duration_s"] == 10.0 and row_["task"] == "features"
+    assert row_["kind"] == "round" and row_["group"] == "good" and row_["duration_s"] == 10.0 and row_["task"] == "features"
     for name, digest in row_["files"].items():
         assert sha256_file(got.path / "smooth_features" / "good-r02" / name) == digest
 
@@ -175,7 +181,7 @@ def test_dialogue_quality_mp3_to_16k_stereo(imported):
     assert doc == {"format": "mtr-dialogue/1", "dialogue_id": "c1", "task": "dialogue_quality",
                    "duration_s": round(len(audio) / SR, 6), "lines": []}
     row_ = next(r for r in got.manifest["samples"] if r["subset"] == "candor_dialogue_quality")
-    assert row_["mtr"] == "dialogue" and set(row_["files"]) == {"dialogue.wav", "dialogue.json"}
+    assert row_["kind"] == "dialogue" and set(row_["files"]) == {"dialogue.wav", "dialogue.json"}
 
 
 def test_every_problem_is_one_line_and_the_rest_is_imported(imported):
@@ -204,12 +210,12 @@ def test_every_problem_is_one_line_and_the_rest_is_imported(imported):
     assert sorted(p.name for p in (got.path / "smooth_features").iterdir()) == ["good-r01", "good-r02"]
     assert [p.name for p in got.path.parent.iterdir()] == ["m"]  # no temporary folder left
     assert got.manifest["source"] == "mtr" and "Scenarios_encoding/single_scenario/scenario_encoding_smooth.json" \
-        in got.manifest["mtr"]["files_sha256"]
+        in got.manifest["release"]["files_sha256"]
 
 
 def test_same_input_same_bytes_and_nothing_half_written(imported, monkeypatch):
     tmp, got, _ = imported
-    again = im.import_mtr(tmp / "dl", "m", home=tmp / "home", force=True, report=lambda _: None)
+    again = import_mtr(tmp / "dl", "m", home=tmp / "home", force=True, report=lambda _: None)
     assert sha256_tree(again.path) == sha256_tree(got.path)
     calls = []
 
@@ -221,24 +227,24 @@ def test_same_input_same_bytes_and_nothing_half_written(imported, monkeypatch):
     real = im.write_sample
     monkeypatch.setattr(im, "write_sample", boom)
     with pytest.raises(OSError):
-        im.import_mtr(tmp / "dl", "other", home=tmp / "home", report=lambda _: None)
+        import_mtr(tmp / "dl", "other", home=tmp / "home", report=lambda _: None)
     assert sorted(p.name for p in (tmp / "home" / "datasets").iterdir()) == ["m"]
     with pytest.raises(DuplexEvalError, match="already exists"):
-        im.import_mtr(tmp / "dl", "m", home=tmp / "home", report=lambda _: None)
+        import_mtr(tmp / "dl", "m", home=tmp / "home", report=lambda _: None)
 
 
 def test_release_folder_and_mp3_errors(tmp_path, monkeypatch):
     with pytest.raises(DuplexEvalError, match="no MTR-DuplexBench release here"):
-        im.import_mtr(tmp_path, "x", home=tmp_path / "h")
+        import_mtr(tmp_path, "x", home=tmp_path / "h")
     src = tmp_path / "dl" / "data"
     (src / "Dialogue_Quality").mkdir(parents=True)
     (src / "Dialogue_Quality" / "a.mp3").write_bytes(b"ID3 not really")
     monkeypatch.setattr(sf, "available_formats", lambda: {"WAV": "WAV"})
     with pytest.raises(DuplexEvalError, match=r"cannot decode MP3 .*libsndfile >= 1.1"):
-        im.import_mtr(tmp_path / "dl", "x", home=tmp_path / "h")
+        import_mtr(tmp_path / "dl", "x", home=tmp_path / "h")
     monkeypatch.undo()
     with pytest.raises(DuplexEvalError, match=r"no dialogue passed the checks \(1 excluded\)"):
-        im.import_mtr(src, "x", home=tmp_path / "h", report=lambda _: None)
+        import_mtr(src, "x", home=tmp_path / "h", report=lambda _: None)
     assert not (tmp_path / "h" / "datasets" / "x").exists()
 
 
@@ -253,7 +259,7 @@ def test_cli_and_the_dataset_stage_in_import_mode(tmp_path):
     folder = home / "datasets" / "mm"
     (folder / "smooth_features" / "good-r02" / "input.wav").write_bytes(b"tampered")
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"dataset": "mm", "subsets": ["smooth_features", "pause_features",
+    cfg.write_text(json.dumps({"benchmark": "mtr", "dataset": "mm", "subsets": ["smooth_features", "pause_features",
                                                           "candor_dialogue_quality"]}))
     r = subprocess.run([command("tts-synth"), "run", "--input", str(folder), "--output", str(tmp_path / "out"),
                         "--config", str(cfg)], capture_output=True, text=True)
@@ -264,9 +270,9 @@ def test_cli_and_the_dataset_stage_in_import_mode(tmp_path):
     assert sha256_file(out / "round.json") == sha256_file(folder / "smooth_features" / "good-r01" / "round.json")
     man = read_json(tmp_path / "out" / "manifest.json")
     rows = {f"{x['subset']}/{x['id']}": x for x in man["samples"]}
-    assert rows["smooth_features/good-r01"]["mtr"] == "round" and rows["pause_features/p1-r01"]["mtr"] == "round"
+    assert rows["smooth_features/good-r01"]["kind"] == "round" and rows["pause_features/p1-r01"]["kind"] == "round"
     assert rows["smooth_features/good-r02"]["status"] == "failed"
-    assert rows["candor_dialogue_quality/c1"]["mtr"] == "dialogue"
+    assert rows["candor_dialogue_quality/c1"]["kind"] == "dialogue"
     dq = tmp_path / "out" / "samples" / "candor_dialogue_quality" / "c1"
     assert sha256_file(dq / "dialogue.wav") == sha256_file(folder / "candor_dialogue_quality" / "c1" / "dialogue.wav")
 
@@ -280,14 +286,44 @@ def test_limit_counts_dialogues_of_an_imported_mtr_dataset():
     from duplexeval_tts.imported import ImportedStage
     ids = ["a-r01", "a-r02", "a-r03", "b-r01", "b-r02", "c-r01"]
     samples = [Sample("smooth_features", i) for i in ids]
-    fake = SimpleNamespace(rows={s.key: {"mtr": "round"} for s in samples})
+    fake = SimpleNamespace(rows={s.key: {"kind": "round", "group": s.id.rsplit("-r", 1)[0]} for s in samples})
     pick = lambda n: [s.id for s in ImportedStage._first(fake, samples, n)]  # noqa: E731
     assert pick(1) == ["a-r01", "a-r02", "a-r03"]
     assert pick(2) == ["a-r01", "a-r02", "a-r03", "b-r01", "b-r02"]
     assert pick(None) == ids
     dq = [Sample("candor_dialogue_quality", i) for i in ("c1", "c2")]
-    fake = SimpleNamespace(rows={s.key: {"mtr": "dialogue"} for s in dq})
+    fake = SimpleNamespace(rows={s.key: {"kind": "dialogue", "group": s.id} for s in dq})
     assert [s.id for s in ImportedStage._first(fake, dq, 1)] == ["c1"]
     fdb = [Sample("x_turn_taking", i) for i in ("1", "2", "3")]
     fake = SimpleNamespace(rows={s.key: {} for s in fdb})
     assert [s.id for s in ImportedStage._first(fake, fdb, 2)] == ["1", "2"]
+
+
+def test_hostile_release_audio_links_and_odd_digits(tmp_path):
+    """The checks every importer applies hold for `import mtr` too: a 1 Hz file is refused before
+    it is read (it once took 1.24 GB), a file that is a link leading out of the release is refused
+    (the fdb-v1 and folder importers' rule), and "²" as a dialogue id or round number (a digit to
+    str.isdigit, no int) is one line, not a crash; the good dialogue is imported."""
+    data = tmp_path / "dl" / "data"
+    feats, enc = data / "Conversational_Features" / "original", data / "Scenarios_encoding"
+    stereo_wav(feats / "good.wav", 10.0)
+    feats.mkdir(parents=True, exist_ok=True)
+    sf.write(str(feats / "slow.wav"), np.zeros((6000, 2), np.int16), 1, subtype="PCM_16")
+    outside = tmp_path / "elsewhere" / "x.wav"
+    stereo_wav(outside, 10.0)
+    os.symlink(outside, feats / "linked.wav")
+    stereo_wav(feats / "².wav", 10.0)
+    stereo_wav(feats / "oddround.wav", 10.0)
+    rows = smooth_rounds("good") + smooth_rounds("slow") + smooth_rounds("linked") + smooth_rounds("²")
+    rows += [row("oddround", "²", "smooth", user_start=1.0, user_end=2.0, model_start=2.5, model_end=4.0)]
+    js(enc / "single_scenario" / "scenario_encoding_smooth.json", rows)
+    lines = []
+    got = import_mtr(tmp_path / "dl", "h", home=tmp_path / "home", report=lines.append)
+    reasons = {e["id"]: e["reason"] for e in got.manifest["excluded"]}
+    assert "sampled at 1 Hz" in reasons["slow"]
+    assert "link leading out of" in reasons["linked"]
+    assert "oddround" in reasons and "round_num" in reasons["oddround"]
+    assert any("id '²' is not a plain name" in r for r in reasons.values())
+    assert sorted(p.name for p in (got.path / "smooth_features").iterdir()) == ["good-r01", "good-r02"]
+    assert all("\n" not in ln for ln in lines)
+    assert not any((tmp_path / "home" / "datasets" / "h").rglob("x.wav"))

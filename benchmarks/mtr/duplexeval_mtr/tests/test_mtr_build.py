@@ -179,7 +179,7 @@ def test_manifest_and_failed_dialogue(built):
          "smooth_instruction_following/if-0-r01", "smooth_instruction_following/if-0-r02",
          "synthetic_dialogue_quality/dq-0"]
     for key, r in rows.items():
-        assert r["mtr"] == ("dialogue" if key.endswith("dq-0") else "round")
+        assert r["kind"] == ("dialogue" if key.endswith("dq-0") else "round")
         if "broken" in key:
             assert r["status"] == "failed"
             continue

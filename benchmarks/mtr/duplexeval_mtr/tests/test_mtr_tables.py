@@ -172,8 +172,8 @@ def test_judged_tables(tree):
 
 
 def test_rescale_matches_judge():
-    prompts = pytest.importorskip("duplexeval_common.llm.prompts")
-    assert DQ_RESCALE == prompts.MTR_DQ_RESCALE
+    from duplexeval_mtr import judging, prompts
+    assert DQ_RESCALE == prompts.MTR_DQ_RESCALE == judging.MTR_DQ_RESCALE == 5 / 2.97
 
 
 def test_round_plot_shape(tree):
@@ -260,7 +260,7 @@ def test_cli_writes_schema_valid_deterministic_output(tree, tmp_path):
     runner = CliRunner()
     out1, out2 = tmp_path / "o1", tmp_path / "o2"
     for out in (out1, out2):
-        res = runner.invoke(main, ["mtr", "--tree", str(tree), "--out", str(out)])
+        res = runner.invoke(main, ["score", "--benchmark", "mtr", "--tree", str(tree), "--out", str(out)])
         assert res.exit_code == 0, res.output
     for name in ("metrics.json", "rounds.jsonl"):
         assert (out1 / name).read_bytes() == (out2 / name).read_bytes()
@@ -272,7 +272,7 @@ def test_cli_writes_schema_valid_deterministic_output(tree, tmp_path):
 
 def test_cli_invalid_dialogue_listed_and_rest_scored(tree, tmp_path):
     (tree / "single_smooth" / "2" / "encoding.json").write_text("[]")
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(tree), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(tree), "--out", str(tmp_path / "o")])
     assert res.exit_code == 1
     lines = [x for x in res.output.splitlines() if x]
     assert lines == ["invalid: single_smooth/2: encoding.json: expected a JSON object"]
@@ -282,14 +282,14 @@ def test_cli_invalid_dialogue_listed_and_rest_scored(tree, tmp_path):
 
 def test_cli_strict_stops_and_writes_nothing(tree, tmp_path):
     (tree / "single_smooth" / "2" / "encoding.json").write_text("[]")
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(tree), "--out", str(tmp_path / "o"), "--strict"])
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(tree), "--out", str(tmp_path / "o"), "--strict"])
     assert res.exit_code == 2
     assert res.output.strip() == "error: single_smooth/2: encoding.json: expected a JSON object"
     assert not (tmp_path / "o").exists()
 
 
 def test_cli_refuses_out_inside_tree(tree):
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(tree), "--out", str(tree / "o")])
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(tree), "--out", str(tree / "o")])
     assert res.exit_code == 2 and "inside the tree" in res.output
 
 
@@ -300,3 +300,17 @@ def test_schemas_accept_the_inputs(tree):
     line = (tree / "if_interruption" / "1" / "judgements.jsonl").read_text().splitlines()[0]
     assert SCHEMAS.problem("judgement", json.loads(line)) is None
     assert SCHEMAS.problem("encoding", {"dialogue_id": "1", "task": "features", "rounds": []}) is not None
+
+
+def test_interruption_pause_round_without_user_times_is_one_line():
+    """The round that raised KeyError 'user_start' (exit 3, nothing written): an interruption +
+    pause round with no pause and no user times has no window to score its pause over."""
+    from duplexeval_common.errors import InputError
+    from duplexeval_mtr.score.encodings import _round
+    r = {"round": 1, "scenario": "interruption_pause-handling",
+         "timestamps": {"interruption_start": 10.0, "interruption_end": 12.0, "model_start": 12.5, "model_end": 15.0}}
+    with pytest.raises(InputError, match=r"I\+P needs timestamp user_start \(no pause times: the pause is the user turn\)"):
+        _round("mix/1", "features", r, 0)
+    ok = _round("mix/1", "features", {**r, "timestamps": {**r["timestamps"], "pause_start": 10.5,
+                                                             "pause_end": 11.0}}, 0)
+    assert ok.features == ("I", "P")

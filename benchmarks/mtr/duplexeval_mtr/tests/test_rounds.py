@@ -200,7 +200,7 @@ def test_manifest_lists_the_dataset_rounds_and_these(three):
     assert keys == ["smooth_features/f1-r01"] + [f"{DQ}/d1-r{k:02d}" for k in range(1, k1 + 1)] + \
         [f"{DQ}/d2-r{k:02d}" for k in range(1, k2 + 1)]
     assert man["samples"][0] == src["samples"][0]  # the dataset's round row, unchanged
-    assert all(r["mtr"] == "round" and r["task"] in ("dialogue_quality", "features") for r in man["samples"])
+    assert all(r["kind"] == "round" and r["task"] in ("dialogue_quality", "features") for r in man["samples"])
     for r in man["samples"][1:]:
         folder = tmp / "rounds" / "samples" / r["subset"] / r["id"]
         assert r["files"] == {n: sha256_file(folder / n) for n in ("history.wav", "input.wav", "round.json")}

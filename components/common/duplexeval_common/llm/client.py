@@ -73,7 +73,7 @@ def _bound_reply(response) -> None:
     if enc not in ("", "identity"):
         raise ReplyTooLarge(f"a reply compressed with {enc[:40]!r} (asked for identity)")
     declared = response.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > MAX_REPLY_BYTES:
+    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > MAX_REPLY_BYTES:
         raise ReplyTooLarge(f"a reply of {int(declared)} bytes, more than {MAX_REPLY_BYTES}")
     response.stream = _bounded(response.stream, MAX_REPLY_BYTES)
 

@@ -144,7 +144,7 @@ def pcm_rate(mime: str | None) -> int | None:
         return None
     for p in params:
         k, _, v = p.partition("=")
-        if k.strip().lower() == "rate" and v.strip().isdigit() and int(v) > 0:
+        if k.strip().lower() == "rate" and v.strip().isascii() and v.strip().isdigit() and int(v) > 0:
             return int(v)
     return OUT_SR
 
