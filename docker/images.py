@@ -12,8 +12,9 @@
     python3 docker/images.py requirements NAME..  the requirements.txt files these images install
                                                   from, one a line (for the wheelhouse)
     python3 docker/images.py needs-torch NAME     exit 0 when the image needs torch (torch-base)
-    .venv/bin/python docker/images.py benchmark-digests   {benchmark: source digest} of the installed
-                                                  benchmark packages (the component images' label)
+    .venv/bin/python docker/images.py benchmark-digests   {benchmark: source digest} of the benchmark
+                                                  packages under benchmarks/ (those the component
+                                                  images hold: their label)
 
 Image names: a component components/<name>/ (with a Dockerfile) gives duplexeval/<name>; a runner
 package components/runners/<name>/ gives duplexeval/runner-<name>. Every runner image holds the
@@ -175,8 +176,10 @@ def main(argv: list[str]) -> int:
         elif argv == ["benchmark-digests"]:  # (run by the repository's python: it imports the common library)
             from duplexeval_common import benchmarks
             import json
-            print(json.dumps({n: benchmarks.get(n).digest() for n in benchmarks.names()}, sort_keys=True,
-                             separators=(",", ":")))
+            repo = (Path(__file__).resolve().parent.parent / "benchmarks").resolve()
+            baked = {n: benchmarks.get(n) for n in benchmarks.names()}  # only those the images hold
+            print(json.dumps({n: b.digest() for n, b in baked.items() if b.folder.parent == repo},
+                             sort_keys=True, separators=(",", ":")))
         else:
             print(__doc__, file=sys.stderr)
             return 2

@@ -1,4 +1,4 @@
-"""Benchmark: FDB v1.0 scoring by `aggregator fdb-v1` side by side with the official scripts.
+"""Benchmark: FDB v1.0 scoring by `aggregator score` side by side with the official scripts.
 
     python perf/bench_fdb_scoring.py --official PATH/TO/Full-Duplex-Bench/v1_v1.5/evaluation \
         [--work /tmp/fdb-bench] [--scale 1.0] [--jobs N] [--jit-check]

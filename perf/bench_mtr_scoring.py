@@ -1,16 +1,16 @@
-"""Benchmark: `aggregator mtr` scoring of 200 ten-round conversational-feature dialogues from
+"""Benchmark: `aggregator score --benchmark mtr` scoring of 200 ten-round conversational-feature dialogues from
 cached (already transcribed) transcripts.
 
     python perf/bench_mtr_scoring.py [--dialogues 200] [--rounds 10] [--work DIR] [--repeat 3]
 
-It writes a synthetic tree (docs/mtr.md): 50 dialogues each of smooth turn-taking,
+It writes a synthetic tree (benchmarks/mtr/README.md): 50 dialogues each of smooth turn-taking,
 interruption, pause handling and the S+I+P+B mix, each round with a model reply of 8-30 words
 (word-timestamped segments of up to 10 words, deterministic pseudo-random timing, some rounds
 talking over the user, some silent). Then it times, best of --repeat:
 
   load    reading and validating every encoding.json and transcript.json
   score   both columns for every round and the per-round / cumulative tables
-  total   score_tree (load + score), what `aggregator mtr` does before writing
+  total   score_tree (load + score), what `aggregator score --benchmark mtr` does before writing
 
 The target (issue 9) is segmenting and scoring under 10 s on 2 cores; this measures the scoring
 part only (segmenting is the ASR/turn segmentation upstream of the tree).

@@ -12,7 +12,7 @@ model.json), and per round the model's words from the round's start on, as the r
 writes them. They are written once, before the clock starts. Then, best of --repeat:
 
   segment  the turn-segmenter stage (offline rule, the default) over the 200 two-channel dialogues
-  score    `aggregator mtr` on the 200 dialogues' scoring tree (load, both columns, tables, writes)
+  score    `aggregator score --benchmark mtr` on the 200 dialogues' scoring tree (load, both columns, tables, writes)
 
 It also reports how many of the dialogues' user turns the segmenter found within 100 ms (start
 and end). The feature dialogues put background speech in the user channel inside the model's

@@ -1,5 +1,5 @@
 """Round samples of a multi-round benchmark, made by the tests (tiny WAVs and a round.json in the
-"mtr-round/1" shape of docs/mtr.md), and what the tests read back."""
+"mtr-round/1" shape of benchmarks/mtr/README.md), and what the tests read back."""
 
 from __future__ import annotations
 

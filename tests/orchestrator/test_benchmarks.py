@@ -101,6 +101,6 @@ def test_make_passes_the_benchmark_on():
     line = next(ln for ln in out.splitlines() if "duplexeval eval" in ln)
     assert "--benchmark" not in line and "--dataset" not in line  # the defaults: fdb-v1 on fdb-mini
     out = dry("score", "BENCHMARK=mtr", "TREE=t", "OUT=o")
-    assert 'aggregator mtr --tree "t" --out "o"' in out and "aggregator fdb-v1" not in out
+    assert 'aggregator score --benchmark mtr --tree "t" --out "o"' in out and "aggregator fdb-v1" not in out
     out = dry("score", "TREE=t", "OUT=o")
     assert 'aggregator fdb-v1 --tree "t" --out "o"' in out

@@ -2,7 +2,7 @@
 
 `duplexeval import mtr DIR` reads the release's `data/` folder (DIR is `data/` or the folder
 holding it), never writes to it, and writes <home>/datasets/<name>/ in the MTR contract
-(docs/mtr.md, docs/datasets.md "Importing MTR-DuplexBench"):
+(benchmarks/mtr/README.md, docs/datasets.md "Importing MTR-DuplexBench"):
 
 - features, instruction following and safety: one ROUND SAMPLE per round,
   `<subset>/<dialogue_id>-r<kk>/` with input.wav, history.wav and round.json;

@@ -10,7 +10,7 @@ answers are nearly constant, so its scores are for smoke tests only; labelled no
 task has its own judge, built with its MTR prompt by judging.judge_for, so each prompt's own
 settings (gpt-4o; instruction following at temperature 0.1) apply unless judge_args set them.
 
-The prompt's fields, per round (docs/mtr.md, "Judging a round"):
+The prompt's fields, per round (benchmarks/mtr/README.md, "Judging a round"):
 
     instruction following  question = the round's user lines joined, answer = the model's words
     safety                 response = the model's words

@@ -1,5 +1,5 @@
 """The HTML report of an MTR-DuplexBench run (run.json "benchmark": "mtr"): report.html and one
-page per round sample, built by run_report.build when the run is one.
+page per round sample, built when the run is one (the benchmark report hook of `duplexeval report`).
 
 What it reads: the run's record and its stages' folders (run_report.load: stage.json of every
 stage, the aggregate stage's metrics.json), the aggregate stage's rounds.jsonl (one row per
@@ -231,7 +231,7 @@ def _metrics_section(data: MtrData) -> str:
     out = [f'<p class="muted">{escape(m.get("benchmark"))}, definitions {escape(m.get("definitions"))}; '
            f"released code {escape(up.get('repo'))} @ {escape(up.get('commit'))}. Two columns score every "
            "conversational-features round: <b>paper</b> (the definitions of arXiv 2511.10262, Appendix A) "
-           "and <b>code</b> (the released evaluation functions); docs/mtr.md defines both. A rate is its "
+           "and <b>code</b> (the released evaluation functions); benchmarks/mtr/README.md defines both. A rate is its "
            "value and 95% Wilson interval; n/declared: rounds observed / rounds the dialogues declare. "
            "Latency (paper) shows in parentheses the rounds that have one.</p>"]
     for name in sorted(m["subsets"]):

@@ -6,7 +6,7 @@ turn-segmenter's mode "samples", through the `segment` hook: segmentation.sample
 left = user, right = model) and no `round.json`; its `segmentation.json` (the segment stage's,
 schemas/segmentation.schema.json) gives the user turns C_1..C_K, and its `user.json` and
 `model.json` (the dialogue ASR's, schemas/turn-segmenter-channel.schema.json) give the lines.
-Round k of dialogue D is the sample `<subset>/D-r<kk>` (docs/mtr.md, the round sample contract):
+Round k of dialogue D is the sample `<subset>/D-r<kk>` (benchmarks/mtr/README.md, the round sample contract):
 
   input.wav    mono 16 kHz PCM_16: the user channel over [0, end_s), exactly round(end_s * 16000)
                samples (zeros past the file's end), with the next user turn C_{k+1} zeroed

@@ -1,7 +1,7 @@
 """Dialogue mode (config `"source": "dialogue"`): both channels of a two-channel dialogue.
 
 MTR-DuplexBench's dialogue-quality dialogues come as one stereo `dialogue.wav` per sample (left
-the user, right the model, as the release's README says; docs/mtr.md). This mode selects the
+the user, right the model, as the release's README says; benchmarks/mtr/README.md). This mode selects the
 samples that have a dialogue.wav (the others are not this stage's), transcribes each channel on
 its own and writes, per sample, `user.json` (left) and `model.json` (right) in the shape of
 schemas/turn-segmenter-channel.schema.json, which the turn-segmenter reads:

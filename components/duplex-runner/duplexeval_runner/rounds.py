@@ -1,6 +1,6 @@
-"""Round samples of multi-round benchmarks (MTR-DuplexBench, arXiv 2511.10262; docs/mtr.md).
+"""Round samples of multi-round benchmarks (MTR-DuplexBench, arXiv 2511.10262; benchmarks/mtr/README.md).
 
-A sample whose folder has `round.json` (format "mtr-round/1", schemas/mtr-round-sample.schema.json)
+A sample whose folder has `round.json` (format "mtr-round/1", duplexeval_mtr/schemas/round-sample.schema.json)
 is one round k of a dialogue: `input.wav` is the user channel from the dialogue's start to the
 round's `end_s`, `history.wav` the ground-truth (GT) model channel over [0, start_s) (zeros after),
 exactly input.wav's length and rate. The runner hears input.wav from 0 on its clock; how it meets

@@ -262,7 +262,12 @@ def benchmarks_cmd():
         click.echo(f"{b.name}{default}: {b.title} ({b.folder})")
         click.echo(f"  datasets {', '.join(d.name for d in b.datasets)} (default {b.default_dataset}); "
                    f"tasks {', '.join(t.name for t in b.tasks)}")
-        click.echo(f"  judge {b.default_judge} (also {', '.join(j for j in b.judges if j != b.default_judge) or 'none'})")
+        others = [j for j in b.judges if j != b.default_judge]
+        click.echo(f"  judge {b.default_judge}" + (f" (also {', '.join(others)})" if others else ""))
+        if b.has("prompts"):
+            prompts = b.hook("prompts")
+            click.echo("  prompts " + ", ".join(f"{n}@v{prompts.get(n).version} ({prompts.get(n).sha256[:12]})"
+                                                for n in prompts.names()))
         for o in b.options:
             click.echo(f"  --benchmark-arg {o.name}=...  {o.help}")
         click.echo(f"  stages {stages}; `make score BENCHMARK={b.name} TREE=... OUT=...` scores a tree made elsewhere")

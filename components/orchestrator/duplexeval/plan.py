@@ -176,7 +176,12 @@ class Planner:
 
 
 def plan_of(bench, planner: Planner, options: dict | None = None) -> list[StageSpec]:
-    """The benchmark's stages for this request (its plan hook), its own settings checked first."""
+    """The benchmark's stages for this request (its plan hook), its own settings checked first,
+    and the judge one the benchmark declares."""
+    judges = tuple(bench.judges) or (bench.default_judge,)
+    if planner.judge not in judges:
+        raise DuplexEvalError(f"benchmark {bench.name} has no judge {planner.judge!r} (its judges: "
+                              f"{', '.join(judges)})")
     specs = bench.hook("plan")(planner, bench.check_options(options))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):

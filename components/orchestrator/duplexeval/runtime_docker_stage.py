@@ -68,10 +68,13 @@ class DockerRuntime:
             baked = json.loads(self._labels(component).get(BENCHMARKS_LABEL) or "{}")
         except ValueError:
             baked = {}
-        if not isinstance(baked, dict) or baked.get(name) != digest:
-            have = "none" if not isinstance(baked, dict) or name not in baked else f"{str(baked[name])[:12]}..."
-            raise DuplexEvalError(f"image {self.image(component)} holds benchmark {name} at {have}, the "
-                                  f"repository's is at {digest[:12]}...: rebuild it (make image NAME={component})")
+        if not isinstance(baked, dict) or name not in baked:
+            raise DuplexEvalError(f"image {self.image(component)} does not hold benchmark {name} (an image holds "
+                                  "the packages under the repository's benchmarks/ folder: put it there and "
+                                  f"rebuild, make image NAME={component}, or run with --runtime local)")
+        if baked.get(name) != digest:
+            raise DuplexEvalError(f"image {self.image(component)} holds benchmark {name} at {str(baked[name])[:12]}..., "
+                                  f"the repository's is at {digest[:12]}...: rebuild it (make image NAME={component})")
 
     def provenance(self, component: str) -> dict:
         return {"identity": self.identity(component), "image": self.image(component)}

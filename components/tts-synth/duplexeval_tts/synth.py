@@ -2,7 +2,7 @@
 
 A benchmark's builder knows its script format, its layout and its annotations; tts-synth knows
 voices and engines. The builder is called as `make_stage(config, synth)` and returns the stage's
-hooks (select, setup, process, finalize, workers); it speaks through `synth`:
+hooks (select, setup, process, finalize); it speaks through `synth`:
 
 - settings: `synth.check_config(config)`: the dataset settings every builder shares, checked
   (dataset, limit, engine, voice, sample_rate, timing, voices, seed, jobs, samples, subsets);

@@ -1,7 +1,7 @@
 """turn-segmenter: the user turns and response windows of two-channel dialogues (MTR-DuplexBench
 dialogue quality, the paper's Algorithm 1), by LLM voting or by the deterministic offline rule.
 Config "mode": "rounds" then cuts the dialogue-quality round samples `<dialogue>-r<kk>` from the
-segmentations (duplexeval_segmenter.rounds; the MTR round sample contract of docs/mtr.md).
+segmentations (duplexeval_segmenter.rounds; the MTR round sample contract of benchmarks/mtr/README.md).
 
 Library use (the algorithm, no files):
     from duplexeval_segmenter.voting import vote, windows

@@ -156,7 +156,7 @@ def _headline(data: RunData) -> str:
         return '<p class="note">No metrics: the aggregate stage did not complete (metrics.json missing).</p>'
     revision = m.get("official_revision")
     out = [f'<p class="muted">{escape(revision_line(revision))}; left: official column, right: unified '
-           "column (value, 95% interval; docs/metrics.md defines each)</p>"]
+           "column (value, 95% interval; benchmarks/fdb-v1/README.md defines each)</p>"]
     extras = (data.unified or {}).get("subsets", {}) if isinstance(data.unified, dict) else {}
     tasks = subset_tasks(data)
     for name, s in m["subsets"].items():
@@ -208,7 +208,7 @@ def index_page(data: RunData, samples: list[Sample]) -> str:
 
 
 def _markers(data: RunData, s: Sample, notes: list[str]) -> tuple[list, list]:
-    """(pauses, markers) from the dataset's annotation: pause spans, E, S and R (docs/metrics.md);
+    """(pauses, markers) from the dataset's annotation: pause spans, E, S and R (benchmarks/fdb-v1/README.md);
     for a backchannel sample, its transition-relevance places (TRP) when sample.json has them."""
     task = s.task
     if task == "backchannel":

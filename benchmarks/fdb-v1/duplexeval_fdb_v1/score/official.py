@@ -36,7 +36,7 @@ from .revisions import Revision, get as get_revision
 
 # The official scripts walk folders in os.listdir order, which the file system decides (ext4: a
 # hash of the names with a per-file-system seed), and their sums follow that order to the last
-# bit. On a user's tree (`aggregator fdb-v1`, `make score`) the column walks as they do. The
+# bit. On a user's tree (`aggregator score`, `make score`) the column walks as they do. The
 # pipeline's aggregate stage scores a tree it builds itself in a temporary folder; there the walk
 # is in the canonical order (numeric ids numerically, then the other names), so the same run
 # gives the same bytes on every machine, in both runtimes, and when an archive is rescored

@@ -5,7 +5,7 @@ column: Full-Duplex-Bench @ d7336bd ..."), and each table's left head repeats it
 d7336bd"; "official (reference)" for a file without the record). Each subset gets a header
 (n, eligible, coverage, for interruption exercised and who rated) and a table whose left side
 holds the official numbers and whose right side holds each unified metric as value, 95%
-interval, count/n and the selected bounds (or p90, or the pooled sums). `render(unified.json)` prints it for `aggregator fdb-v1` and the pipeline's report.md;
+interval, count/n and the selected bounds (or p90, or the pooled sums). `render(unified.json)` prints it for `aggregator score` and the pipeline's report.md;
 `console_rows(metrics.json)` gives the same header and table from metrics.json alone.
 """
 

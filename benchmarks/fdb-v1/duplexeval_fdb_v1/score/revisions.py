@@ -4,7 +4,7 @@ Every rule that differs between upstream revisions lives here, as a flag of `Rev
 official.py reads the flag; nothing else in the aggregator knows about revisions. Adding a later
 upstream change that alters a number is one entry in REVISIONS (with a new flag if the rule is
 new, consumed in official.py) plus its golden numbers in benchmarks/fdb-v1/duplexeval_fdb_v1/tests/golden/golden.json
-(docs/metrics.md, "Official column by upstream revision").
+(benchmarks/fdb-v1/README.md, "Official column by upstream revision").
 
 Between the two revisions below only eval_backchannel.py differs in a way that changes a number
 (benchmarks/fdb-v1/duplexeval_fdb_v1/tests/golden/README.md): upstream commit 1d40caa ("Codebase Update for New Models and

@@ -1,7 +1,7 @@
 """score_tree: load a tree, run the VAD (cached), compute both columns, write three files.
 
 Strict (the default): the first load-time problem of a sample stops everything with
-InputError. exclude_invalid=True (`aggregator fdb-v1 --exclude-invalid`, the pipeline stage):
+InputError. exclude_invalid=True (`aggregator score --exclude-invalid`, the pipeline stage):
 such a sample becomes ineligible with the reason "invalid:<code>", is listed under the
 subset's "invalid" in unified.json with its one-line problem, counts in coverage, and is left
 out of both columns; the official functions then read a view of the subset folder without it

@@ -42,7 +42,7 @@ def report_markdown(unified: dict) -> str:
     from .report import render
     return ("# duplexeval report\n\n"
             "Official-compatible and unified Full-Duplex-Bench v1.0 metrics side by side "
-            "(docs/metrics.md defines each).\n\n```\n" + render(unified) + "```\n")
+            "(benchmarks/fdb-v1/README.md defines each).\n\n```\n" + render(unified) + "```\n")
 
 
 def official_revision(config: dict) -> revisions.Revision:

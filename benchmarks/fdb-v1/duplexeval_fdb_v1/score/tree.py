@@ -4,7 +4,7 @@ A sample is ineligible (listed with its reasons, never dropped) when a file it n
 missing, a status file says a stage failed, or runner.json says `"status": "ineligible"` (the
 output was made but must not be scored: reason "ineligible:<code>", e.g. ineligible:drift). An eligible sample whose times fail a check
 stops the whole run with the sample id and the problem (strict, the default), or, when the
-caller excludes invalid samples (`aggregator fdb-v1 --exclude-invalid`, the pipeline stage),
+caller excludes invalid samples (`aggregator score --exclude-invalid`, the pipeline stage),
 becomes ineligible with the reason "invalid:<code>" and keeps the one-line problem.
 """
 

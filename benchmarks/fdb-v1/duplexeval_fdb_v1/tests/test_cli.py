@@ -1,4 +1,4 @@
-"""aggregator fdb-v1 and compare end to end on a small five-subset tree with real Silero VAD."""
+"""aggregator score (fdb-v1) and compare end to end on a small five-subset tree with real Silero VAD."""
 
 import json
 import re

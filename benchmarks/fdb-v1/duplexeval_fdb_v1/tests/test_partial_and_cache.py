@@ -106,7 +106,7 @@ def test_pipeline_stage_excludes_invalid_samples_and_scores_the_rest(tmp_path, c
     assert "ineligible: invalid:word-end-before-start 1, invalid:word-end-past-window 1" in report
 
 
-# ---- aggregator fdb-v1: strict by default, --exclude-invalid on request ----
+# ---- aggregator score: strict by default, --exclude-invalid on request ----
 
 @pytest.mark.parametrize("sid,problem", [("1", BEFORE_START), ("2", PAST_T)])
 def test_strict_stops_with_one_line_and_writes_nothing(tmp_path, sid, problem):

@@ -99,7 +99,7 @@ def test_backchannel_takeover_empties_the_list_only_at_bb59575(tmp_path):
     assert old_vals["tor"] == cur_vals["tor"]
 
 
-# ---- aggregator fdb-v1 --official-revision ----
+# ---- aggregator score --official-revision ----
 
 def small_tree(root: Path) -> Path:
     sample_dir(root, "candor_pause_handling", "0", words=[(1.0, 1.4), (3.0, 3.5)], annotation=pause_ann((3, 4)))

@@ -580,7 +580,7 @@ def interrupt_turn(rng: random.Random, text: str) -> str:
 
 
 def mix_features(rng: random.Random, set_: str) -> list[list[str]]:
-    """Per round features of one dialogue of a set (docs/mtr.md, "Sets"). In S+I+P+B a background
+    """Per round features of one dialogue of a set (benchmarks/mtr/README.md, "Sets"). In S+I+P+B a background
     round is never followed by an I round, so the background stays inside a whole response."""
     single = {"smooth": "S", "interruption": "I", "pause": "P", "background": "B", "S": "S"}
     if set_ in single:

@@ -1,7 +1,7 @@
 """The dataset stage for "mtr-script/1" folders: MTR-DuplexBench round samples and dialogues.
 
 A features / instruction-following / safety dialogue with K rounds gives the K round samples
-`<dialogue_id>-r01` .. `-rKK` (input.wav, history.wav, round.json; docs/mtr.md); a dialogue-quality
+`<dialogue_id>-r01` .. `-rKK` (input.wav, history.wav, round.json; benchmarks/mtr/README.md); a dialogue-quality
 dialogue gives the sample `<dialogue_id>` (dialogue.wav, dialogue.json). Each dialogue is
 synthesized once: the first of its samples to run renders every piece (each distinct
 (voice, text) once, in the `jobs` worker processes when there are several), lays the dialogue out

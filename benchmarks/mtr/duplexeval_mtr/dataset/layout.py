@@ -11,7 +11,7 @@ samples (a duration d becomes round(d * sample_rate) samples), and every time it
 sample index / sample_rate rounded to 6 decimals, so round(t * sample_rate) gives the index back
 exactly. Nothing here reads files, draws random numbers or depends on anything but its arguments.
 
-Features / IF / safety (docs/mtr.md, "A dialogue"): the opener (GT model line, round 0) starts at
+Features / IF / safety (benchmarks/mtr/README.md, "A dialogue"): the opener (GT model line, round 0) starts at
 LEAD_S. Round k: the user turn C_k starts `gap_s` after the previous model line ends, or, in an
 I round, at `interrupt_at` of the previous response's full length (that response is then cut
 CUT_AFTER_S after the interruption start); a P round's turn is two pieces with `pause.length_s`
@@ -89,7 +89,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class Window:
-    """One round sample's part of round.json (docs/mtr.md, "Round sample files")."""
+    """One round sample's part of round.json (benchmarks/mtr/README.md, "Round sample files")."""
     round: int
     start_n: int
     end_n: int

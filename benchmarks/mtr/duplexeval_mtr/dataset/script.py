@@ -1,4 +1,4 @@
-"""The MTR-DuplexBench script format "mtr-script/1": one JSON file per subset (docs/mtr.md).
+"""The MTR-DuplexBench script format "mtr-script/1": one JSON file per subset (benchmarks/mtr/README.md).
 
 A script holds every text and every random draw of its dialogues, so building a dialogue is a
 pure function of the script and the TTS (components/tts-synth/README.md, "MTR datasets"):
@@ -46,7 +46,7 @@ DEFAULT_VOICES = {"user": {"engine": "piper", "voice": "joe", "rate": 1.0},
                   "background": {"engine": "flite", "voice": "kal", "rate": 1.0}}
 DEFAULT_BACKGROUND_GAIN_DB = -10.0
 
-# The contract's subsets and their sets (docs/mtr.md); another `<name>_<task>` subset names its set.
+# The contract's subsets and their sets (benchmarks/mtr/README.md); another `<name>_<task>` subset names its set.
 SUBSET_SETS = {
     "smooth_features": "smooth", "interruption_features": "interruption", "pause_features": "pause",
     "background_features": "background", "mix_s_features": "S", "mix_si_features": "S+I",
@@ -258,7 +258,7 @@ def _parse_round(r: Any, k: int) -> dict:
 
 
 def check_set(set_: str | None, features: list[list[str]]) -> None:
-    """The rounds' features agree with the dialogue set (docs/mtr.md, "Sets"); ValueError."""
+    """The rounds' features agree with the dialogue set (benchmarks/mtr/README.md, "Sets"); ValueError."""
     single = {"smooth": ["S"], "interruption": ["I"], "pause": ["P"], "background": ["B"], "S": ["S"]}
     if set_ in single:
         for k, f in enumerate(features, 1):

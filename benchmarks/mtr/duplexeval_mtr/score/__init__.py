@@ -1,7 +1,7 @@
 """MTR-DuplexBench scoring (arXiv 2511.10262; released code ZhangHe0918/MTR-DuplexBench @ 6d7c125).
 
     from duplexeval_mtr.score import score_tree
-    metrics, rows = score_tree(Path("TREE"))          # docs/mtr.md, schemas/mtr-*.schema.json
+    metrics, rows = score_tree(Path("TREE"))          # benchmarks/mtr/README.md, duplexeval_mtr/schemas/
 
 Modules: rules (paper and released-code success rules for one round), encodings (reading and
 validating the tree), rounds (per-round and cumulative tables with Wilson intervals), judged

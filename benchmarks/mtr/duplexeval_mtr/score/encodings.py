@@ -1,8 +1,8 @@
-"""Reading and validating an MTR scoring tree (docs/mtr.md, "Scoring tree").
+"""Reading and validating an MTR scoring tree (benchmarks/mtr/README.md, "Scoring tree").
 
-    TREE/<subset>/<dialogue_id>/encoding.json      schemas/mtr-encoding.schema.json
-    TREE/<subset>/<dialogue_id>/transcript.json    schemas/mtr-transcript.schema.json (features)
-    TREE/<subset>/<dialogue_id>/judgements.jsonl   schemas/mtr-judgement.schema.json, one per line
+    TREE/<subset>/<dialogue_id>/encoding.json      duplexeval_mtr/schemas/encoding.schema.json
+    TREE/<subset>/<dialogue_id>/transcript.json    duplexeval_mtr/schemas/transcript.schema.json (features)
+    TREE/<subset>/<dialogue_id>/judgements.jsonl   duplexeval_mtr/schemas/judgement.schema.json, one per line
                                                    (instruction following, safety, dialogue quality)
 
 Every problem is an `InputError` whose message is one line: "<subset>/<dialogue_id>: <problem>".

@@ -1,9 +1,9 @@
 """The aggregate stage for MTR-DuplexBench (config {"benchmark": "mtr"}): round samples -> the
-scoring tree of docs/mtr.md -> metrics.json, rounds.jsonl, report.md (one code path with
-`aggregator mtr`: mtr.score.score_outputs).
+scoring tree of benchmarks/mtr/README.md -> metrics.json, rounds.jsonl, report.md (one code path with
+`aggregator score --benchmark mtr`: mtr.score.score_outputs).
 
 Inputs are the stage folders [dataset, rounds, runner, asr, judge], merged per sample; the samples
-are the round samples the last manifest lists, `<subset>/<dialogue_id>-r<kk>` (docs/mtr.md). Per
+are the round samples the last manifest lists, `<subset>/<dialogue_id>-r<kk>` (benchmarks/mtr/README.md). Per
 (subset, dialogue_id) the stage writes under OUT/tree/<subset>/<dialogue_id>/:
 
 - encoding.json: task, set, source and the encoding of every declared round 1..K (K = round.json
@@ -19,7 +19,7 @@ are the round samples the last manifest lists, `<subset>/<dialogue_id>-r<kk>` (d
   each observed round, by round.
 
 OUT/tree/coverage.json records the dialogues left out ("invalid") and, per declared round not
-observed, the reason ("missing"); score_tree reads it back, so `aggregator mtr --tree OUT/tree
+observed, the reason ("missing"); score_tree reads it back, so `aggregator score --benchmark mtr --tree OUT/tree
 --out X` writes the same metrics.json, rounds.jsonl and report.md byte for byte. Features rounds
 ignore the judge stage's record (features rounds are not judged).
 """

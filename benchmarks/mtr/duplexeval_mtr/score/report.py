@@ -1,5 +1,5 @@
 """report.md of an MTR score: per subset, one markdown table of rounds 1..K and the ranges 1,
-1-2, 1-5, 1-10, read from metrics.json alone (so `aggregator mtr` and the pipeline stage write
+1-2, 1-5, 1-10, read from metrics.json alone (so `aggregator score --benchmark mtr` and the pipeline stage write
 the same bytes from the same metrics).
 
 Features subsets show both columns (paper, released code) of success, latency and backchannel
@@ -17,7 +17,7 @@ NOTE = (
     "backchannel (under 1 s and fewer than 2 words), latency to the first takeover (undefined, and "
     "left out of the mean, when there is none). **code** reproduces the released evaluation "
     "functions (github.com/ZhangHe0918/MTR-DuplexBench @ 6d7c125, Eval/*.py): the word-level "
-    "speak() rule, latency 0 when the model never speaks after the user. docs/mtr.md defines both.\n\n"
+    "speak() rule, latency 0 when the model never speaks after the user. benchmarks/mtr/README.md defines both.\n\n"
     "A rate is value [95% Wilson interval]. n/declared: rounds observed / rounds the dialogues "
     "declare (a round whose sample failed or was ineligible counts in declared, not in n; see "
     "\"Missing rounds\"). Rows 1..K are single rounds; \"range 1-N\" pools every observed round of "

@@ -284,7 +284,7 @@ def code_background(segs, ts: dict) -> tuple:
 
 
 def code_round(segs, features, ts: dict) -> dict:
-    """The released function for the round's features (docs/mtr.md, "Released-code column"):
+    """The released function for the round's features (benchmarks/mtr/README.md, "Released-code column"):
     {P} eval_single_scenario_pause, {B} eval_single_scenario_background, S or I with B
     eval_4_scenarios (base rule AND the background range), else eval_1/2/3 (base rule only: the
     release checks no pause window in a mix)."""

@@ -1,4 +1,4 @@
-"""`aggregator mtr`: score a tree (docs/mtr.md) into metrics (mtr-metrics) and per dialogue-round
+"""`aggregator score --benchmark mtr`: score a tree (benchmarks/mtr/README.md) into metrics (mtr-metrics) and per dialogue-round
 rows (mtr-round).
 
 A tree built by the pipeline stage (mtr/pipeline.py) also holds TREE/coverage.json
@@ -54,7 +54,7 @@ COVERAGE_FORMAT = "mtr-coverage/1"
 
 
 def round_sample(dialogue: str, k: int) -> str:
-    """The round sample of round k of dialogue "subset/id": "subset/id-rkk" (docs/mtr.md)."""
+    """The round sample of round k of dialogue "subset/id": "subset/id-rkk" (benchmarks/mtr/README.md)."""
     return f"{dialogue}-r{k:02d}"
 
 
@@ -174,7 +174,7 @@ def score_tree(tree: Path, strict: bool = False) -> tuple[dict, list]:
 
 
 def score_outputs(tree: Path, strict: bool = False) -> tuple[dict, dict]:
-    """Score a tree into the files `aggregator mtr` and the pipeline stage both write:
+    """Score a tree into the files `aggregator score --benchmark mtr` and the pipeline stage both write:
     (metrics, {"metrics.json": text, "rounds.jsonl": text, "report.md": text}), schema-checked."""
     from duplexeval_common.jsonio import dumps, jsonl_text
     from ..schemas import SCHEMAS

@@ -107,7 +107,7 @@ def test_round_outputs_hold_the_ground_truth_history(silence):
 def test_the_segmenter_finds_the_scripted_user_turns(silence):
     """The dialogue-quality dialogue's rounds come from its segmentation: one per scripted user
     turn (backchannels excepted), starts within 0.1 s; ends within 0.2 s (Silero's 30 ms pad and
-    its end-of-speech hangover: docs/mtr.md)."""
+    its end-of-speech hangover: benchmarks/mtr/README.md)."""
     _, _, stages, metrics = silence
     script = read_json(stages["dataset"] / "samples/synthetic_dialogue_quality/dq-000/dialogue.json")
     users = [ln for ln in script["lines"] if ln["role"] == "user" and not ln.get("backchannel")]

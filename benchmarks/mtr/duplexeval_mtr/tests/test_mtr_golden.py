@@ -15,7 +15,7 @@ from duplexeval_mtr.score.rules import seg
 GOLDEN = Path(__file__).resolve().parent / "golden" / "golden.json"
 DOC = json.loads(GOLDEN.read_text())
 CASES = DOC["cases"]
-# Which released function the code column calls for a round's features (docs/mtr.md).
+# Which released function the code column calls for a round's features (benchmarks/mtr/README.md).
 DISPATCH = {("S",): {"eval_1_scenario", "eval_2_scenarios"}, ("I",): {"eval_2_scenarios"},
             ("P",): {"eval_single_scenario_pause"}, ("B",): {"eval_single_scenario_background"},
             ("S", "P"): {"eval_3_scenarios", "eval_4_scenarios"}, ("I", "P"): {"eval_3_scenarios", "eval_4_scenarios"},

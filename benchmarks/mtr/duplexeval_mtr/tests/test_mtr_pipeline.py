@@ -1,7 +1,7 @@
 """The aggregate stage with {"benchmark": "mtr"}: round samples of constructed stage folders
 [dataset, rounds, runner, asr, judge] -> OUT/tree -> metrics.json, rounds.jsonl, report.md, with
 values known by construction, missing rounds and invalid dialogues recorded, and a rescore of the
-tree (`aggregator mtr`) giving the same bytes."""
+tree (`aggregator score --benchmark mtr`) giving the same bytes."""
 
 from __future__ import annotations
 

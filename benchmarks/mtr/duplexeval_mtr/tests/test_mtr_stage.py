@@ -196,7 +196,7 @@ def test_a_failed_request_and_a_bad_round_fail_only_their_samples(tmp_path, serv
     assert r.returncode == 1, r.stderr
     st = read_json(tmp_path / "out/stage.json")["samples"]
     assert st[f"{SAFE_S}/s2-r01"]["status"] == "failed" and "HTTP 500" in st[f"{SAFE_S}/s2-r01"]["reason"]
-    bad = st[f"{IF_S}/if2-r01"]  # schemas/mtr-round-sample.schema.json, or our own check without it
+    bad = st[f"{IF_S}/if2-r01"]  # duplexeval_mtr/schemas/round-sample.schema.json, or our own check without it
     assert bad["status"] == "failed" and bad["reason"] in (
         "round.json: mtr-round-sample schema: at (root): 'start_s' is a required property",
         "round.json: start_s and end_s must be times with 0 <= start_s < end_s, got None, 9.0")

@@ -1,5 +1,5 @@
 """MTR per-round and cumulative tables, intervals, observed counts, judged tasks, bad encodings,
-and the `aggregator mtr` command."""
+and the `aggregator score --benchmark mtr` command."""
 
 from __future__ import annotations
 

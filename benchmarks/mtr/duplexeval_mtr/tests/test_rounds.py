@@ -183,7 +183,7 @@ def test_round_json_fields_and_lines(three):
         assert {x["text"] for x in user if s_true - 0.05 <= x["start"] < e_true} <= \
             {x["text"] for x in r["user_lines"]}
     assert read_json(tmp / "rounds" / "samples" / DQ / "d1-r01" / "round.json")["history"] == []
-    # the encodings, gathered as the aggregator's scoring tree holds them (schemas/mtr-encoding.schema.json)
+    # the encodings, gathered as the aggregator's scoring tree holds them (duplexeval_mtr/schemas/encoding.schema.json)
     encs = [read_json(tmp / "rounds" / "samples" / DQ / f"d1-r{k:02d}" / "round.json")["encoding"]
             for k in range(1, k_all + 1)]
     SCHEMAS.validate("encoding", {"dialogue_id": "d1", "task": "dialogue_quality", "rounds": encs})

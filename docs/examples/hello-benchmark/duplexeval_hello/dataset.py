@@ -15,7 +15,6 @@ from duplexeval_common.samples import Inputs, Sample
 class HelloDataset:
     def __init__(self, config: dict, synth):
         self.synth, self.cfg = synth, synth.check_config(config)
-        self.workers = 1  # three short samples: no worker processes
 
     def select(self, inputs: Inputs, _config: dict) -> list[Sample]:
         self.scripts = {}
