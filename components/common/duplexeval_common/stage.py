@@ -30,7 +30,7 @@ import numpy as np
 from . import schemas, wavio
 from .errors import DuplexEvalError, SampleError
 from .hashing import sha256_file
-from .jsonio import atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
+from .jsonio import atomic_write_bytes, atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
 from .progress import Progress, log
 from .samples import DONE, SAMPLES, STAGE_RECORD, Inputs, Sample, inside
 from .secrets import redact
@@ -125,6 +125,10 @@ class SampleContext:
 
     def write_wav(self, name: str, audio: np.ndarray, sr: int) -> None:
         wavio.write_wav(self._target(name), audio, sr)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """A file whose bytes the caller made (e.g. a WAV in its source's own sample format)."""
+        atomic_write_bytes(self._target(name), data)
 
     def copy_input(self, name: str) -> None:
         shutil.copyfile(self.input_path(name), self._target(name))
