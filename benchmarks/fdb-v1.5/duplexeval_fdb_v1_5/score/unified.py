@@ -19,9 +19,10 @@ Per sample (`row`):
 - **response** to the end of the user's turn E: `speaking_at_end` when a segment starts before
   E and ends after it (no onset to time: the speech may just go on); else `response` when a
   segment starts at or after E (latency = its start - E); else `no_response`.
-  `response_in_clean`: the clean run was speaking at that onset (a clean segment with start
-  <= onset < end), so the onset may be what the model says anyway; `credited_response` = a
-  response not in the clean run.
+  `response_in_clean`: the clean run also starts speaking in [E, onset] (a clean segment
+  starting at or after E and no later than the overlap run's onset), so the model would have
+  started talking by then anyway (speech the clean run merely continues is no onset);
+  `credited_response` = a response not in the clean run.
 - **speech during the overlap**: model speech seconds inside [S, E] in both runs;
   `yielded_s` = clean - overlap (how much less the model spoke during the overlap than it did
   at the same time without it).
@@ -76,7 +77,7 @@ def row(window_s: tuple[float, float], T_s: float, segs: list[tuple[int, int, bo
     onsets = [a for a, _, _ in segs if a >= E]
     onset = min(onsets) if onsets and not at_end else None
     outcome = "speaking_at_end" if at_end else "response" if onset is not None else "no_response"
-    in_clean = None if onset is None else any(a <= onset < b for a, b, _ in clean_segs)
+    in_clean = None if onset is None else any(E <= a <= onset for a, _, _ in clean_segs)
     speech, cspeech = _inside(segs, S, E), _inside(clean_segs, S, E)
     s = lambda us: None if us is None else (None if us >= INF else us / 1e6)  # noqa: E731
     return {
