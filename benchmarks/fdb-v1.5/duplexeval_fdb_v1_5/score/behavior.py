@@ -107,13 +107,18 @@ def prompt():
     return PromptSet(PROMPTS_DIR, PARSERS).get(PROMPT_ID)
 
 
-def messages(transcripts: dict) -> list[dict]:
-    """The chat messages for one sample. transcripts: {"clean_input.json": obj, "input.json": obj,
+def prompt_fields(transcripts: dict) -> dict:
+    """The prompt's fields for one sample. transcripts: {"clean_input.json": obj, "input.json": obj,
     "clean_output.json": obj, "output.json": obj} (the loaded JSON of each file)."""
     missing = [f for f in FILES.values() if f not in transcripts]
     if missing:
         raise DuplexEvalError(f"behaviour request needs {', '.join(missing)}")
-    return prompt().render(**{field: compact_json(transcripts[f]) for field, f in FILES.items()})
+    return {field: compact_json(transcripts[f]) for field, f in FILES.items()}
+
+
+def messages(transcripts: dict) -> list[dict]:
+    """The chat messages for one sample (prompt_fields in the prompt)."""
+    return prompt().render(**prompt_fields(transcripts))
 
 
 def seed(attempt: int) -> int:

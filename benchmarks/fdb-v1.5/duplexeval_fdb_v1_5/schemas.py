@@ -1,0 +1,8 @@
+"""The schemas of Full-Duplex-Bench v1.5's own files (this package's schemas/ folder): the
+scorer's metrics.json, the judge's judgement.json and content_tag.json."""
+
+from pathlib import Path
+
+from duplexeval_common.schemas import SchemaSet
+
+SCHEMAS = SchemaSet(Path(__file__).parent / "schemas")
