@@ -77,8 +77,9 @@ class InterruptionJudging:
 
     def check(self) -> None:
         cls = self.registry.load(self.name)
+        what = f"judge {self.name!r}: judge_args"
         kwargs = self._kwargs()
-        check_kwargs(f"judge {self.name!r}", cls, kwargs, "judge_args")
+        check_kwargs(what, cls, kwargs)
         if hasattr(cls, "check"):  # LLM judges: arguments and the prompt, without network or model
             cls.check(**kwargs)
 
@@ -88,7 +89,7 @@ class InterruptionJudging:
     def setup(self) -> None:
         if self.judge is None:
             self.check()
-            self.judge = build(f"judge {self.name!r}", self.registry.load(self.name), self._kwargs(), "judge_args")
+            self.judge = build(f"judge {self.name!r}: judge_args", self.registry.load(self.name), self._kwargs())
             self.llm = hasattr(self.judge, "engine")
 
     # -- the samples ---------------------------------------------------------------------------
