@@ -196,9 +196,9 @@ def test_check_validates_judge_args_without_network(tmp_path):
     assert check({"judge": "openai", "judge_args": {"model": "qwen2.5:7b", "base_url": "http://x:1/v1"}}).stdout == "ok\n"
     cases = [({"prompt": "nope"}, "unknown prompt 'nope'"),
              ({"prompt": "mtr-safety"}, "unknown prompt 'mtr-safety'; known: fdb-v1-interruption"),
-             ({"max_concurrency": 0}, "max_concurrency must be an integer of at least 1"),
+             ({"max_concurrency": 0}, "judge 'openai': judge_args max_concurrency must be an integer from 1 to 256 (got 0)"),
              ({"price": {"input": 1}}, 'price must be {"input_per_1k": x, "output_per_1k": y}'),
-             ({"temprature": 0}, "unexpected keyword argument 'temprature'")]
+             ({"temprature": 0}, "judge 'openai': unknown judge_args temprature (known: api_key, api_key_env,")]
     for args, message in cases:
         r = check({"judge": "openai", "judge_args": args})
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

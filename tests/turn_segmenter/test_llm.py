@@ -215,3 +215,19 @@ def test_a_missing_key_stops_the_stage_with_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "temprature" in r.stderr
     r = run_cli(tmp_path, inputs, {"llm": {"args": {"prompt": "mtr-safety"}}}, sub="check")
     assert r.returncode == 2 and "llm.args.prompt is not a setting" in r.stderr
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"llm": {"backend": "openai", "args": {"max_concurrency": 0}}},
+     "turn-segmenter: llm backend 'openai': llm.args max_concurrency must be an integer from 1 to 256 (got 0)"),
+    ({"llm": {"backend": "openai", "args": {"seed": -1}}},
+     "turn-segmenter: llm backend 'openai': llm.args seed must be an integer >= 0 or null (got -1)"),
+    ({"llm": {"backend": "local-llm", "args": {"threads": 0}}},
+     "turn-segmenter: llm backend 'local-llm': llm.args threads must be an integer from 1 to 1024 (got 0)"),
+    ({"llm": {"backend": "openai", "args": {}}, "span_end_s": 0},
+     "turn-segmenter config: at span_end_s: 0 is less than or equal to the minimum of 0"),
+    ({"dialogue_end_s": -1.5}, "turn-segmenter config: at dialogue_end_s: -1.5 is less than or equal to the minimum of 0"),
+])
+def test_a_bad_number_is_one_error_line_and_exit_2_before_anything_runs(tmp_path, config, message):
+    r = run_cli(tmp_path, tmp_path, {"benchmark": "mtr", **config}, sub="check")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.splitlines() == [f"error: {message}"], r.stderr

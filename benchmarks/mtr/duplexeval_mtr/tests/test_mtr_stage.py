@@ -251,9 +251,9 @@ def test_check_accepts_the_mtr_backends_and_refuses_the_rest_with_one_line(tmp_p
              ({"judge": "embedding-relevance"}, "in mtr mode use 'local-llm' (offline), 'openai' or 'none'"),
              ({"judge": "openai", "judge_args": {"prompt": "mtr-safety"}},
               "judge_args: prompt is not a setting in mtr mode"),
-             ({"judge": "openai", "judge_args": {"temprature": 0}}, "unexpected keyword argument 'temprature'"),
+             ({"judge": "openai", "judge_args": {"temprature": 0}}, "unknown judge_args temprature"),
              ({"judge": "openai", "judge_args": {"max_concurrency": 0}}, "max_concurrency must be an integer"),
-             ({"judge": "local-llm", "judge_args": {"model": "x"}}, "unexpected keyword argument 'model'"),
+             ({"judge": "local-llm", "judge_args": {"model": "x"}}, "unknown judge_args model (known: cache, prompt, threads)"),
              ({"judge": "none", "judge_args": {"model": "x"}}, "judge 'none' takes no judge_args"),
              ({"judge": "gpt-9"}, "unknown judge 'gpt-9'")]
     for cfg, message in cases:
