@@ -25,7 +25,7 @@ def _rows(data) -> dict[str, dict]:
         return {}
     try:
         return {r["sample_id"]: r for r in read_jsonl(p) if isinstance(r, dict) and "sample_id" in r}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         data.problems.append(f"samples.jsonl: not readable ({exc})")
         return {}
 

@@ -105,7 +105,9 @@ class SampleContext:
         path = self.input_path(name)
         try:
             obj = read_json(path)
-        except ValueError as exc:
+        except RecursionError:
+            raise SampleError(self.id, f"{name} is nested too deeply to be read") from None
+        except (ValueError, UnicodeDecodeError) as exc:
             raise SampleError(self.id, f"{name} is not valid JSON ({exc})") from None
         return schemas.validate(schema, obj, self.id) if schema else obj
 

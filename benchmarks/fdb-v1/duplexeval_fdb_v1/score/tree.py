@@ -67,7 +67,7 @@ def read_json(path: Path, where: str):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(where, f"{path.name} is not valid JSON ({exc})", "bad-json") from None
 
 

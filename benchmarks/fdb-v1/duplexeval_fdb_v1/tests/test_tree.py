@@ -161,3 +161,20 @@ def test_every_invalid_reason_code_passes_the_output_schema(tmp_path):
     _, uni, rows = build(tmp_path, exclude_invalid=True, quiet=True, cache_dir=tmp_path / "cache")
     assert [x["reason"] for x in uni["subsets"][sub]["invalid"]] == ["invalid:word-before-R"]
     assert {r["sample_id"]: r["eligible"] for r in rows} == {f"{sub}/5": False, f"{sub}/6": True}
+
+
+def test_an_output_json_nested_50000_deep_is_one_line_with_or_without_excluding(tmp_path):
+    """It once raised RecursionError (exit 3) in `aggregator score`, with or without
+    --exclude-invalid; now: strict, one InputError naming the sample; excluding, that sample is
+    invalid and the other one scored."""
+    from duplexeval_fdb_v1.score.score import build
+    sub = "candor_turn_taking"
+    d = sample_dir(tmp_path, sub, "0", words=[], annotation=turn_ann(2.0))
+    (d / "output.json").write_text("[" * 50000 + "]" * 50000)
+    sample_dir(tmp_path, sub, "1", words=[(3.0, 3.4)], annotation=turn_ann(2.0))
+    with pytest.raises(InputError) as e:
+        build(tmp_path, quiet=True, cache_dir=tmp_path / "cache")
+    assert e.value.sample == f"{sub}/0" and "\n" not in str(e.value)
+    _, uni, rows = build(tmp_path, exclude_invalid=True, quiet=True, cache_dir=tmp_path / "cache")
+    assert {r["sample_id"]: r["eligible"] for r in rows} == {f"{sub}/0": False, f"{sub}/1": True}
+    assert uni["subsets"][sub]["invalid"][0]["reason"] == "invalid:bad-json"
