@@ -24,7 +24,7 @@ def stage_dirs(home):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--judge", "no-such-judge"], "unknown judge 'no-such-judge'"),
+    (["--judge", "no-such-judge"], "benchmark fdb-v1 has no judge 'no-such-judge'"),
     (["--asr", "no-such-asr"], "unknown ASR backend 'no-such-asr'"),
     (["--model", "silence", "--runner-arg", "loud=1"], "unknown runner_args loud"),
     (["--asr-arg", "beam=3"], "backend_args"),
