@@ -137,8 +137,8 @@ def test_archive_verify_rescore_round_trip_byte_for_byte(made, chat, tmp_path):
     agg = home / "store" / run["stages"][-1]["key"]
     for name in ("metrics.json", "unified.json", "unified-samples.jsonl", "report.md"):
         assert (out / name).read_bytes() == (agg / name).read_bytes(), name
-    assert read_json(out / "rescore.json")["identical"] == ["metrics.json", "unified.json",
-                                                             "unified-samples.jsonl", "report.md"]
+    assert read_json(out / "rescore.json")["identical"] == ["metrics.json", "report.md",
+                                                             "unified-samples.jsonl", "unified.json"]
     # the default output folder: a fresh one under runs/, printed
     r = dx(home, "rescore", str(gz))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -482,9 +482,10 @@ def test_the_pipeline_walks_in_the_canonical_order_wherever_its_tree_lies(tmp_pa
     the tree lies (and a machine's file system) cannot move a number."""
     import contextlib
 
-    from duplexeval_fdb_v1.score import official
-    from duplexeval_fdb_v1.score import stage as ps
+    from duplexeval_common import trees
     from duplexeval_common.samples import Inputs
+    from duplexeval_fdb_v1.score import official
+    from duplexeval_fdb_v1.score.stage import ROOT_FILES, TREE_FILES
     stage = tmp_path / "stage"
     ids = [str(i) for i in range(0, 400, 3)]
     for subset in ("candor_pause_handling", "icc_backchannel"):
@@ -497,9 +498,9 @@ def test_the_pipeline_walks_in_the_canonical_order_wherever_its_tree_lies(tmp_pa
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     canonical = sorted(ids, key=int)
     for where, usable in ((shm, True), (tmp_path / "no-tmpfs", False)):
-        monkeypatch.setattr(ps, "TMPFS", where)
+        monkeypatch.setattr(trees, "TMPFS", where)
         with contextlib.ExitStack() as stack:
-            tree, _ = ps.merged_tree(Inputs([stage]), stack)
+            tree, _ = trees.merged_tree(Inputs([stage]), stack, TREE_FILES, ROOT_FILES)
             assert tree.parent == (shm if usable else temp)
             for subset in ("candor_pause_handling", "icc_backchannel"):
                 with official.canonical_order():
