@@ -261,8 +261,8 @@ def test_forged_numbers_reach_no_board_and_no_comparison(made, tmp_path):
     assert [r["archive_name"] for r in board["rows"]] == ["honest.tar.gz"]
     assert [r["archive_name"] for r in board["rejected"]] == ["forged.tar.gz"]
     want = read_json(home / "store" / run["stages"][-1]["key"] / "metrics.json")
-    tt = board["rows"][0]["subsets"]["synthetic_turn_taking"]["official"]
-    assert tt["tor"] == want["subsets"]["synthetic_turn_taking"]["official"]["tor"]
+    tt = board["rows"][0]["subsets"]["synthetic_turn_taking"]["headline"]
+    assert tt["tor (official)"]["value"] == want["subsets"]["synthetic_turn_taking"]["official"]["tor"]
     r = dx(home, "compare", str(honest), str(forged), "-o", str(tmp_path / "c.html"))
     assert r.returncode == 2 and "B: archive" in r.stderr and "differ from a rescore" in r.stderr, r.stderr
     assert not (tmp_path / "c.html").exists()
