@@ -13,8 +13,8 @@ from duplexeval_common import wavio
 
 from ..conftest import command
 
-COMPONENTS = {"duplex-runner": {"runner": "silence"}, "asr-aligner": {}, "judge": {"judge": "none"},
-              "aggregator": {}}
+COMPONENTS = {"duplex-runner": {"runner": "silence"}, "asr-aligner": {"benchmark": "fdb-v1"},
+              "judge": {"benchmark": "fdb-v1", "judge": "none"}, "aggregator": {"benchmark": "fdb-v1"}}
 
 
 def snapshot(root, skip):
@@ -144,10 +144,10 @@ def test_unknown_config_key_is_one_line(arena, component):
     assert "no_such_setting" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-# ---- make score (aggregator fdb-v1 on a tree) ----------------------------------------------------
+# ---- make score (aggregator score on a tree) ----------------------------------------------------
 
 def score_tree_dir(root, ids=("0",)):
-    from tests.aggregator.helpers import sample_dir
+    from duplexeval_fdb_v1.tests.helpers import sample_dir
     for sid in ids:
         sample_dir(root, "synthetic_pause_handling", sid, words=[(1.0, 1.2)],
                    annotation=[{"text": "[PAUSE]", "timestamp": [2.0, 3.0]}])

@@ -65,7 +65,7 @@ def _chunked(gzip: bool = False):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_the_client_stops_reading_past_the_bound(gz):
-    from duplexeval_judge.client import MAX_REPLY_BYTES, CallError, ChatClient
+    from duplexeval_common.llm.client import MAX_REPLY_BYTES, CallError, ChatClient
     srv = _chunked(gz)
     try:
         client = ChatClient(base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1", max_retries=3,
@@ -82,7 +82,7 @@ def test_the_client_stops_reading_past_the_bound(gz):
 
 
 def test_a_declared_length_past_the_bound_and_ordinary_replies():
-    from duplexeval_judge.client import CallError, ChatClient
+    from duplexeval_common.llm.client import CallError, ChatClient
     srv = chat_server.start(lambda body, n: chat_server.ok(BIG if n == 0 else REPLY))
     try:
         client = ChatClient(base_url=srv.base_url, max_retries=0)
