@@ -12,8 +12,13 @@ from duplexeval_common.jsonio import read_json
 from ..conftest import command, silence, write_stage
 
 
-def run_asr(inputs, out):
-    args = [command("asr-aligner"), "run", "--output", str(out)]
+def run_asr(inputs, out, config=None):
+    """The stage with Full-Duplex-Bench v1.0's rule of what to transcribe (its `asr` hook: an
+    interruption sample from its end R on) unless `config` says otherwise."""
+    cfg = out.parent / f"{out.name}.config.json"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"benchmark": "fdb-v1"} if config is None else config))
+    args = [command("asr-aligner"), "run", "--output", str(out), "--config", str(cfg)]
     for i in inputs:
         args += ["--input", str(i)]
     return subprocess.run(args, capture_output=True, text=True)

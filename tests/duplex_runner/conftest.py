@@ -44,7 +44,13 @@ def first_audible(x: np.ndarray, level: float = 0.0) -> int:
 
 
 def make_dataset(root: Path, samples: dict[tuple[str, str], tuple[np.ndarray, int] | bytes]) -> Path:
-    """An input stage folder: samples/<subset>/<id>/input.wav (audio, or raw bytes for a corrupt file)."""
+    """An input stage folder: samples/<subset>/<id>/input.wav (audio, or raw bytes for a corrupt file)
+    and manifest.json giving each sample the task its subset's name says (tests.conftest.task_of),
+    as a dataset stage declares it (a runner's per-task profile reads it)."""
+    import json
+
+    from tests.conftest import task_of
+    rows = []
     for (subset, sid), content in samples.items():
         d = root / "samples" / subset / sid
         d.mkdir(parents=True, exist_ok=True)
@@ -52,4 +58,6 @@ def make_dataset(root: Path, samples: dict[tuple[str, str], tuple[np.ndarray, in
             (d / "input.wav").write_bytes(content)
         else:
             write_wav(d / "input.wav", content[0], content[1])
+        rows.append({"subset": subset, "id": sid, "task": task_of(subset)})
+    (root / "manifest.json").write_text(json.dumps({"dataset": "test", "samples": rows}))
     return root

@@ -66,8 +66,9 @@ def test_the_replay_tree_content_is_part_of_the_runner_key(tmp_path):
     out.write_bytes(b"one")
 
     def runner_config():
-        specs = benchmarks.get("fdb-v1").plan("replay", "fdb-mini", "faster-whisper", "none", 1,
-                                               environ={"REPLAY_TREE": str(tree)})
+        from duplexeval.plan import Planner, plan_of
+        specs = plan_of(benchmarks.get("fdb-v1"), Planner("fdb-v1", "replay", "fdb-mini", "faster-whisper", "none",
+                                                          limit=1, environ={"REPLAY_TREE": str(tree)}))
         (spec,) = [s for s in specs if s.name == "runner"]
         assert spec.component == "runner-replay" and str(tree) in spec.host_paths()
         return spec.config

@@ -24,10 +24,20 @@ def stage_dirs(home):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--judge", "no-such-judge"], "unknown judge 'no-such-judge'"),
+    (["--judge", "no-such-judge"], "benchmark fdb-v1 has no judge 'no-such-judge'"),
     (["--asr", "no-such-asr"], "unknown ASR backend 'no-such-asr'"),
     (["--model", "silence", "--runner-arg", "loud=1"], "unknown runner_args loud"),
     (["--asr-arg", "beam=3"], "backend_args"),
+    # issue 22: ASR settings that silently changed the numbers, or failed every sample after the checks
+    (["--model", "fixed-latency", "--asr-arg", "vad_threshold=7"],
+     "stage asr (asr-aligner): ASR backend 'faster-whisper': backend_args vad_threshold must be a number "
+     "from 0 to 1 (got 7)"),
+    (["--model", "fixed-latency", "--asr-arg", "vad_threshold=-3"], "backend_args vad_threshold must be a number "
+     "from 0 to 1 (got -3)"),
+    (["--asr-arg", "beam_size=-5"], "ASR backend 'faster-whisper': backend_args beam_size must be an integer >= 1 "
+     "(got -5)"),
+    (["--asr-arg", "beam_size=0"], "backend_args beam_size must be an integer >= 1 (got 0)"),
+    (["--asr", "stable-ts", "--asr-arg", "vad_threshold=7"], "ASR backend 'stable-ts': backend_args vad_threshold"),
     (["--limit", "0"], "--limit must be at least 1"),
     (["--model", "no-such-model"], "unknown model"),
     (["--stage-timeout", "-1"], "--stage-timeout must be a positive finite number"),

@@ -46,3 +46,17 @@ def test_sensitivity_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and "unknown ASR backend 'no-such-asr'" in r.stderr
     r = dx(tmp_path, "sensitivity", "latest", "--asr", "faster-whisper", "--vad-threshold", "x")
     assert r.returncode == 2 and "--vad-threshold" in r.stderr
+    # issue 22: a grid value out of its range is one line before anything runs (a threshold of 5 made
+    # always-talk's pause TOR 0)
+    stages = sorted(p.name for p in (tmp_path / "store").iterdir())
+    for option, value, message in [
+            ("--vad-threshold", "5", "error: --vad-threshold: vad_threshold must be a number from 0 to 1 (got 5.0)"),
+            ("--vad-threshold", "0.5,-0.1", "error: --vad-threshold: vad_threshold must be a number from 0 to 1 "
+                                            "(got -0.1)"),
+            ("--vad-threshold", "nan", "error: --vad-threshold: vad_threshold must be a number from 0 to 1 (got nan)"),
+            ("--vad-min-silence-ms", "-100", "error: --vad-min-silence-ms: vad_min_silence_ms must be an integer "
+                                             ">= 0 (got -100)")]:
+        r = dx(tmp_path, "sensitivity", "latest", "--asr", "faster-whisper", option, value)
+        assert r.returncode == 2 and r.stderr.splitlines() == [message], r.stderr
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == stages
+    assert not (tmp_path / "runs" / "latest" / "sensitivity.json").exists()

@@ -12,8 +12,8 @@ import pytest
 
 from duplexeval_common.jsonio import read_jsonl
 from duplexeval_common.schemas import validate
-from duplexeval_common.llm import prompts
 from duplexeval_mtr import judging as mtr
+from duplexeval_mtr.prompts import PROMPTS as prompts
 
 from ..judge.chat_server import error, ok
 from .conftest import SECRET
@@ -51,7 +51,8 @@ def replay(scripts: dict[str, list[list[dict]]], dialogues: dict[str, dict], fen
 
 
 def llm_config(srv, **args) -> dict:
-    return {"llm": {"backend": "openai", "args": {"base_url": srv.base_url, "max_retries": 0,
+    """The LLM segmenter of MTR-DuplexBench (its `segment` hook and prompt) against the test server."""
+    return {"benchmark": "mtr", "llm": {"backend": "openai", "args": {"base_url": srv.base_url, "max_retries": 0,
                                                   "backoff_s": 0.0, "timeout_s": 5.0, **args}}}
 
 
@@ -206,12 +207,29 @@ def test_a_refused_key_stops_every_dialogue_after_one_refusal(server, key, tmp_p
 
 def test_a_missing_key_stops_the_stage_with_one_line(tmp_path):
     inputs = write(tmp_path / "in", {"s/a": dialogue(1, rounds=2)})
-    r = run_cli(tmp_path, inputs, {"llm": {"backend": "openai", "args": {"model": "gpt-4o"}}})
+    r = run_cli(tmp_path, inputs, {"benchmark": "mtr", "llm": {"backend": "openai", "args": {"model": "gpt-4o"}}})
     assert r.returncode == 2 and r.stderr == "error: judge 'openai' needs an API key in $OPENAI_API_KEY\n"
     assert not (tmp_path / "out" / "samples" / "s").exists()
     # check validates without a key or network; a bad argument is one line
-    assert run_cli(tmp_path, inputs, {"llm": {"args": {"model": "gpt-4o"}}}, sub="check").stdout == "ok\n"
-    r = run_cli(tmp_path, inputs, {"llm": {"args": {"temprature": 0}}}, sub="check")
+    assert run_cli(tmp_path, inputs, {"benchmark": "mtr", "llm": {"args": {"model": "gpt-4o"}}},
+                   sub="check").stdout == "ok\n"
+    r = run_cli(tmp_path, inputs, {"benchmark": "mtr", "llm": {"args": {"temprature": 0}}}, sub="check")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "temprature" in r.stderr
-    r = run_cli(tmp_path, inputs, {"llm": {"args": {"prompt": "mtr-safety"}}}, sub="check")
+    r = run_cli(tmp_path, inputs, {"benchmark": "mtr", "llm": {"args": {"prompt": "mtr-safety"}}}, sub="check")
     assert r.returncode == 2 and "llm.args.prompt is not a setting" in r.stderr
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"llm": {"backend": "openai", "args": {"max_concurrency": 0}}},
+     "turn-segmenter: llm backend 'openai': llm.args max_concurrency must be an integer from 1 to 256 (got 0)"),
+    ({"llm": {"backend": "openai", "args": {"seed": -1}}},
+     "turn-segmenter: llm backend 'openai': llm.args seed must be an integer >= 0 or null (got -1)"),
+    ({"llm": {"backend": "local-llm", "args": {"threads": 0}}},
+     "turn-segmenter: llm backend 'local-llm': llm.args threads must be an integer from 1 to 1024 (got 0)"),
+    ({"llm": {"backend": "openai", "args": {}}, "span_end_s": 0},
+     "turn-segmenter config: at span_end_s: 0 is less than or equal to the minimum of 0"),
+    ({"dialogue_end_s": -1.5}, "turn-segmenter config: at dialogue_end_s: -1.5 is less than or equal to the minimum of 0"),
+])
+def test_a_bad_number_is_one_error_line_and_exit_2_before_anything_runs(tmp_path, config, message):
+    r = run_cli(tmp_path, tmp_path, {"benchmark": "mtr", **config}, sub="check")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.splitlines() == [f"error: {message}"], r.stderr

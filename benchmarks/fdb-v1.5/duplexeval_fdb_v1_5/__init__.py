@@ -1,14 +1,18 @@
-"""Full-Duplex-Bench v1.5 as a duplexeval benchmark package: overlap handling (user interruption,
-user backchannel, talking to others, background speech; arXiv 2507.23159; DanielLin94144/
-Full-Duplex-Bench `v1_v1.5/`).
+"""Full-Duplex-Bench v1.5 as a duplexeval benchmark package: what a model does when something
+overlaps the user's turn (user interruption, user backchannel, talking to others, background
+speech; arXiv 2507.23159; DanielLin94144/Full-Duplex-Bench `v1_v1.5/`).
 
-A temporary declaration: the datasets, the tasks and the dataset, importers and imported hooks.
-The plan, ASR, judge, scoring and report hooks are declared with the rest of the package.
+Every sample is run twice, on its input with the overlap event and on its clean twin without it
+(the runner core's paired sessions), and scored in two columns: upstream's scripts' numbers
+(behaviour labels, latency lists, speech adaptation, t-tests) and unified metrics measured from
+the overlap window, each checked against the clean run. This module is the declaration the
+`duplexeval.benchmarks` entry point names; it imports nothing heavy (README.md beside this
+package describes the benchmark).
 """
 
 from pathlib import Path
 
-from duplexeval_common.benchmarks import Benchmark, Dataset, Task
+from duplexeval_common.benchmarks import Benchmark, Dataset, Headline, Option, Task
 
 from .tasks import SUBSET_TASKS, SUMMARIES, TASKS
 
@@ -23,8 +27,7 @@ BENCHMARK = Benchmark(
     package=__name__,
     datasets=(
         Dataset("fdb-v1.5-mini", _DATA / "fdb-v1.5-mini",
-                "embedded Full-Duplex-Bench v1.5-style set synthesized offline (2 samples per task; Piper and "
-                "flite voices)"),
+                "embedded Full-Duplex-Bench v1.5-style set synthesized offline (2 samples per task)"),
         Dataset("fdb-v1.5-synth", _DATA / "fdb-v1.5-synth",
                 "synthetic Full-Duplex-Bench v1.5 at the official sizes (499 samples: 200 interruption, 99 "
                 "backchannel, 100 talking to others, 100 background speech), several voices"),
@@ -32,12 +35,39 @@ BENCHMARK = Benchmark(
     default_dataset="fdb-v1.5-mini",
     tasks=tuple(Task(t, SUMMARIES[t]) for t in TASKS),
     subset_tasks=SUBSET_TASKS,
-    default_judge="none",
-    judges=("none",),
-    components=("tts-synth",),
+    default_judge="local-llm",
+    judges=("local-llm", "official-gpt", "openai", "none"),
+    options=(
+        Option("adaptation", bool, True, "compute the speech-adaptation features (pitch, intensity, speaking "
+               "rate before and after the overlap) and the paired t-tests"),
+    ),
+    headline=(
+        Headline("user_interruption", "unified", "credited_stop_rate", True,
+                 ("unified", "metrics", "credited_stop_rate")),
+        Headline("user_interruption", "unified", "response_latency_s", False,
+                 ("unified", "metrics", "response_latency_s")),
+        Headline("user_interruption", "official", "stop_latency_s", False,
+                 ("official", "timing", "stop_latency_s", "mean")),
+        Headline("user_backchannel", "unified", "credited_stop_rate", False,
+                 ("unified", "metrics", "credited_stop_rate")),
+        Headline("talking_to_other", "unified", "credited_response_rate", False,
+                 ("unified", "metrics", "credited_response_rate")),
+        Headline("background_speech", "unified", "credited_stop_rate", False,
+                 ("unified", "metrics", "credited_stop_rate")),
+    ),
+    components=("tts-synth", "asr-aligner", "judge", "aggregator"),
     hooks={
+        "plan": ".plan:plan",
+        "summary": ".plan:summary",
+        "missing": ".plan:missing",
         "dataset": ".dataset.stage:make_stage",
         "importers": ".importers:IMPORTERS",
         "imported": ".imported:sample_fields",
+        "asr": ".asr:targets",
+        "judge": ".judge:task",
+        "prompts": ".prompts:PROMPTS",
+        "score": ".score.stage",
+        "score_tree": ".score.tree_cli",
+        "report": ".report",
     },
 )

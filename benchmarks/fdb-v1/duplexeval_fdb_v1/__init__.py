@@ -38,6 +38,9 @@ BENCHMARK = Benchmark(
     options=(
         Option("official_revision", str, None, "the upstream Full-Duplex-Bench revision the official column "
                "follows: d7336bd (alias current, the default) or bb59575 (alias paper)"),
+        Option("counterfactual", bool, False, "also run each interruption sample with the interruption muted "
+               "and each pause sample with its pauses cut out, and report the paired difference per sample "
+               "(counterfactual.py)"),
     ),
     headline=(
         Headline("pause_handling", "official", "tor", False),
@@ -62,6 +65,7 @@ BENCHMARK = Benchmark(
         "dataset": ".dataset.stage:make_stage",
         "importers": ".importers:IMPORTERS",
         "imported": ".imported:sample_fields",
+        "variants": ".counterfactual:variants",
         "asr": ".asr:targets",
         "judge": ".judge:task",
         "prompts": ".prompts:PROMPTS",

@@ -7,12 +7,16 @@
     aggregate  aggregator     metrics.json, unified.json, unified-samples.jsonl, report.md
 
 The official column equals the upstream evaluator's at the revision `official_revision` names;
-the unified column has intervals (README.md beside this package).
+the unified column has intervals (README.md beside this package). With `counterfactual` the
+dataset stage adds each interruption and pause sample's twin without the event and the runner
+runs it as a second session (counterfactual.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from .counterfactual import SESSIONS
 
 
 def plan(p, options: dict) -> list:
@@ -20,9 +24,10 @@ def plan(p, options: dict) -> list:
     p.refuse("segmenter_args", "--segmenter-arg applies to benchmarks with a turn-segmenter stage "
                                "(fdb-v1 has none)")
     aggregate = {k: v for k, v in (("official_revision", options.get("official_revision")),) if v}
+    cf = bool(options.get("counterfactual"))
     return [
-        p.dataset_stage(),
-        p.runner_stage(["dataset"]),
+        p.dataset_stage(options={"counterfactual": True} if cf else None),
+        p.runner_stage(["dataset"], sessions=SESSIONS if cf else None),
         p.asr_stage("asr", ["dataset", "runner"]),
         p.judge_stage(["dataset", "asr"]),
         p.stage("aggregate", "aggregator", aggregate, ["dataset", "runner", "asr", "judge"]),

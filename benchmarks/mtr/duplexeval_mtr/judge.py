@@ -90,7 +90,7 @@ def check(judge: str, judge_args: dict, registry) -> None:
         raise DuplexEvalError("judge_args: prompt is not a setting in mtr mode (each task has its own: "
                               f"{', '.join(PROMPTS.values())}); remove it")
     cls = registry.load(judge)
-    check_kwargs(f"judge {judge!r}: judge_args", cls, {"prompt": None, **judge_args})
+    check_kwargs(f"judge {judge!r}", cls, {"prompt": None, **judge_args}, "judge_args")
     for prompt_id in PROMPTS.values():
         cls.check(prompt=prompts.get(prompt_id), **judge_args)
 

@@ -2,7 +2,10 @@
 
 A backend turns 16 kHz mono audio into words with start and end times (and, optionally,
 its own segments: `transcribe_segments`). Each one loads lazily, so only the chosen backend's
-package must be installed.
+package must be installed. Each backend class declares its `backend_args` as `SETTINGS`
+(duplexeval_common.settings: type, range, choices of each, matching its constructor), checked
+before anything loads; a backend module imports no ASR package at import time, so the declaration
+is there without them.
 """
 
 from __future__ import annotations
@@ -13,8 +16,18 @@ from typing import Protocol
 import numpy as np
 
 from duplexeval_common.registry import Registry
+from duplexeval_common.settings import Setting
 
 ASR_RATE = 16000
+
+# What the backends' declarations share
+COMPUTE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16",
+                 "float32", "default", "auto")  # CTranslate2's
+LANGUAGE = Setting("language", str, "en", "the language spoken (a Whisper language code)", nonempty=True)
+
+
+def cpu_threads(default: int) -> Setting:
+    return Setting("cpu_threads", int, default, "CPU threads of the model", ge=1, le=1024)
 
 
 @dataclass(frozen=True)

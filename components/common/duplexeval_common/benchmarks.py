@@ -45,6 +45,7 @@ HOOKS = {
     "compare": "aggregator: paired comparison of two scored folders",
     "dataset": "tts-synth: the dataset stage of a built-in dataset (a stage builder)",
     "imported": "tts-synth: per-sample files of an imported dataset",
+    "variants": "tts-synth: variants(ctx, options) adds inputs made from a sample's own (e.g. a counterfactual twin)",
     "importers": "orchestrator: {name: importer} for `duplexeval import NAME DIR`",
     "asr": "asr-aligner: which audio of a sample to transcribe, and where to start",
     "judge": "judge: the judge stage's task (which samples, the prompt fields, the records)",

@@ -16,6 +16,7 @@ from .errors import DuplexEvalError
 from .jsonio import read_json_object
 from .registry import Entry, Registry
 from .secrets import expand, scrub
+from .settings import declared
 from .stage import EXIT_CRASH, EXIT_STOPPED, Stage
 
 
@@ -95,19 +96,35 @@ def check_config(component: str, config: dict) -> None:
         raise DuplexEvalError(f"{component} config: {msg.split(': ', 1)[1]}")
 
 
-def check_kwargs(what: str, fn: Callable, kwargs: dict) -> None:
-    """A one-line error when `fn(**kwargs)` would not accept these arguments (unknown or missing)."""
+def check_kwargs(what: str, fn: Callable, kwargs: dict, noun: str | None = None) -> None:
+    """A one-line error when `fn(**kwargs)` would not accept these arguments.
+
+    `what` names who is configured (`ASR backend 'faster-whisper'`) and `noun` what its arguments are
+    called (`backend_args`); without `noun`, `what` may end with it (`ASR backend 'x': backend_args`).
+    When `fn` declares SETTINGS (duplexeval_common.settings), every name and value is checked
+    against the declaration: type, range, choices (`ASR backend 'faster-whisper': backend_args
+    beam_size must be an integer >= 1 (got -5)`; an unknown name lists the known ones). Then the
+    names are bound to its signature (for a callable without SETTINGS the only check: unknown or
+    missing arguments)."""
+    who = what
+    if noun is None and ": " in what:
+        who, _, noun = what.rpartition(": ")
+    spec = declared(fn)
+    if spec is not None:
+        required = {s.name: None for s in spec.settings if s.required and s.name not in kwargs}
+        spec.check(who, {**kwargs, **required}, noun=noun or "arguments", named=True)
     try:
         inspect.signature(fn).bind(**kwargs)
     except TypeError as exc:
         params = [p.name for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        raise DuplexEvalError(f"{what}: {exc} (known: {', '.join(params) or 'none'})") from None
+        raise DuplexEvalError(f"{who}: {noun + ': ' if noun else ''}{exc} (known: {', '.join(params) or 'none'})") from None
 
 
-def build(what: str, cls: Callable, kwargs: dict) -> Any:
-    """`cls(**kwargs)` with its arguments checked first (one line instead of a TypeError trace)."""
-    check_kwargs(what, cls, kwargs)
+def build(what: str, cls: Callable, kwargs: dict, noun: str | None = None) -> Any:
+    """`cls(**kwargs)` with its arguments checked first (check_kwargs: one line instead of a TypeError
+    trace, or of a value that fails every sample or silently changes the numbers)."""
+    check_kwargs(what, cls, kwargs, noun)
     return cls(**kwargs)
 
 

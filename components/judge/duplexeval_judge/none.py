@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from duplexeval_common.settings import Spec
+
 from .judges import Rating
 
 
@@ -10,6 +12,7 @@ class NoJudge:
     model = None
     official = False
     settings: dict = {}
+    SETTINGS = Spec()  # it takes none
 
     def rate(self, *texts, **_) -> Rating:
         return Rating(None, "not judged")

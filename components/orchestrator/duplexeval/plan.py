@@ -156,9 +156,11 @@ class Planner:
         """A stage of `component` that runs this benchmark's hooks."""
         return StageSpec(name, component, {"benchmark": self.benchmark, **config}, inputs, network, keys)
 
-    def dataset_stage(self) -> StageSpec:
+    def dataset_stage(self, options: dict | None = None) -> StageSpec:
+        """The dataset stage; `options`: the benchmark's dataset options, given to its `variants`
+        hook (absent when None, so the stage key is unchanged)."""
         spec = dataset_stage(self.dataset, self.limit, self.subsets)
-        spec.config = {"benchmark": self.benchmark, **spec.config}
+        spec.config = {"benchmark": self.benchmark, **spec.config, **({"options": options} if options else {})}
         return spec
 
     def runner_stage(self, inputs: list, sessions: list[dict] | None = None) -> StageSpec:

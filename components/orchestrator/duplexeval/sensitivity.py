@@ -20,6 +20,7 @@ from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import atomic_write_json, atomic_write_text, read_json
+from duplexeval_common.settings import Setting
 
 from .engine import Engine
 from .plan import JUDGE_KEYS, OFFLINE_JUDGES, StageSpec
@@ -28,8 +29,27 @@ from .store import Store, content_digest
 
 RUNNER = "runner"
 
+# The grid's values: the backend_args of the ASR backends' own VAD filter (faster-whisper, stable-ts
+# declare the same ranges; their `asr-aligner check` refuses a value out of them too)
+GRID = {"--vad-threshold": Setting("vad_threshold", float, 0.5, "Silero speech probability threshold",
+                                   ge=0, le=1),
+        "--vad-min-silence-ms": Setting("vad_min_silence_ms", int, 2000, "the shortest silence that splits "
+                                        "speech, in ms", ge=0)}
+
+
+def check_grid(option: str, values: list) -> None:
+    """One line for the first value of a grid option out of its range (before anything runs)."""
+    for v in values:
+        msg = GRID[option].problem(v)
+        if msg:
+            raise DuplexEvalError(f"{option}: {msg}")
+
+
 def grid(asrs: list[str], thresholds: list[float], silences: list[int]) -> list[dict]:
-    """One setting per combination: {"asr": name, "backend_args": {...}, "label": "..."}."""
+    """One setting per combination: {"asr": name, "backend_args": {...}, "label": "..."}; a VAD
+    value out of its range is one line."""
+    check_grid("--vad-threshold", thresholds)
+    check_grid("--vad-min-silence-ms", silences)
     out = []
     for asr, th, ms in itertools.product(asrs, thresholds or [None], silences or [None]):
         args = {}

@@ -20,6 +20,9 @@ import numpy as np
 
 from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, model_dir_setting, voice_setting
 
 WHAT = "tts engine 'chattts'"
 DIR_ENV = "CHATTTS_DIR"
@@ -47,6 +50,8 @@ def parse_voice(voice: str) -> int:
 
 class ChatTTSEngine:
     name = "chattts"
+    SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "seed:<n>, the seed of the speaker draw"), RATE,
+                    model_dir_setting(DIR_ENV))
     model_sha256 = None
     deterministic = True  # seeded; not verified here without the weights
 

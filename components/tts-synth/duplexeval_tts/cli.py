@@ -19,11 +19,15 @@ from .engines import ENGINES, load_engine, render, voices
 class DatasetStage:
     """The dataset stage's hooks, chosen at `select` by the input folder: an imported dataset
     (imported.py) when it holds an import manifest, else the dataset builder of the benchmark the
-    settings name (its `dataset` hook, given this component's Synth service: synth.py)."""
+    settings name (its `dataset` hook, given this component's Synth service: synth.py). With
+    `options` (the benchmark's dataset options) each sample built or copied is then given to the
+    benchmark's `variants` hook, which adds inputs made from the sample's own (e.g. a
+    counterfactual twin) in either mode."""
 
     def __init__(self, config: dict):
         self.config = config
         self.mode = None
+        self.variants = None
 
     def _builder(self):
         from .synth import SYNTH
@@ -38,6 +42,13 @@ class DatasetStage:
     def select(self, inputs: Inputs, config: dict) -> list[Sample]:
         from .imported import ImportedStage, is_import
         self.mode = ImportedStage(self.config) if is_import(inputs.dirs) else self._builder()
+        options = self.config.get("options")
+        if options:
+            bench = benchmarks.of_config(self.config, "tts-synth")
+            if not bench.has("variants"):
+                raise DuplexEvalError(f"tts-synth: benchmark {bench.name} takes no dataset options "
+                                      f"(it has no variants hook); got {', '.join(sorted(options))}")
+            self.variants = bench.hook("variants")
         return self.mode.select(inputs, config)
 
     def setup(self, config: dict) -> None:
@@ -46,6 +57,8 @@ class DatasetStage:
 
     def process(self, ctx: SampleContext) -> None:
         self.mode.process(ctx)
+        if self.variants is not None:
+            self.variants(ctx, self.config["options"])
 
     def finalize(self, sctx: StageContext) -> None:
         if getattr(self.mode, "finalize", None):

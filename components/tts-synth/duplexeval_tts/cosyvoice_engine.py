@@ -25,6 +25,9 @@ import numpy as np
 from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, model_dir_setting, voice_setting
 
 WHAT = "tts engine 'cosyvoice2'"
 DIR_ENV = "COSYVOICE_DIR"
@@ -51,6 +54,8 @@ def _load(folder: Path):
 
 class CosyVoice2Engine:
     name = "cosyvoice2"
+    SETTINGS = Spec(voice_setting("the first speaker the model lists", "a speaker id the model lists, or a "
+                                  "prompt x.wav with its transcript in x.txt"), RATE, model_dir_setting(DIR_ENV))
     deterministic = True  # seeded; not verified here without the weights
 
     @staticmethod

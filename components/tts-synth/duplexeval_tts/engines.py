@@ -9,13 +9,13 @@ segment lengths are exact.
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
 import numpy as np
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.registry import Registry
+from duplexeval_common.settings import Setting
 from duplexeval_common.wavio import resample
 
 PEAK = 0.8             # every segment is scaled to this peak
@@ -29,7 +29,9 @@ class Engine(Protocol):
     (1.0 = the voice's normal speed, 1.25 = a quarter faster, 0.8 = slower), in
     [RATE_MIN, RATE_MAX] for every engine. An unknown voice raises one DuplexEvalError line
     listing the known ones; a missing package, binary or weights folder raises
-    MissingDependency with the install hint.
+    MissingDependency with the install hint. Each engine class declares what its constructor takes
+    as `SETTINGS` (duplexeval_common.settings: RATE, `voice_setting` and its own), importable
+    without the engine's packages.
     """
     name: str
     voice: str
@@ -43,6 +45,19 @@ class Engine(Protocol):
 
 
 RATE_MIN, RATE_MAX = 0.5, 2.0
+RATE = Setting("rate", float, 1.0, "speaking-rate multiplier (1.0: the voice's normal speed, 1.25 a quarter "
+               "faster, 0.8 slower)", ge=RATE_MIN, le=RATE_MAX)
+
+
+def voice_setting(default: str, what: str = "a voice it has") -> Setting:
+    """The `voice` of an engine whose default voice is `default`."""
+    return Setting("voice", str, None, f"{what}; null: its default ({default})", nonempty=True)
+
+
+def model_dir_setting(env: str) -> Setting:
+    """The `model_dir` of an engine that loads local weights from a folder (else from $env)."""
+    return Setting("model_dir", str, None, "the local weights folder", nonempty=True, env=env)
+
 
 ENGINES = Registry("tts engine")
 ENGINES.add("piper", "duplexeval_tts.piper_engine:PiperEngine",
@@ -74,8 +89,7 @@ _LOADED: dict[tuple[str, str | None, float], Engine] = {}
 
 def check_rate(engine: str, rate) -> float:
     """The rate as a float, or one DuplexEvalError line when it is not in [RATE_MIN, RATE_MAX]."""
-    ok = isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate)
-    if not ok or not RATE_MIN <= rate <= RATE_MAX:
+    if RATE.problem(rate):
         raise DuplexEvalError(f"tts engine {engine!r}: rate must be a number in [{RATE_MIN}, {RATE_MAX}] "
                               f"(1.0 = normal speed), got {rate!r}")
     return float(rate)

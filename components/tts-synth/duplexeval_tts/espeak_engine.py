@@ -17,6 +17,9 @@ import numpy as np
 import soundfile as sf
 
 from duplexeval_common.errors import DuplexEvalError, MissingDependency
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, voice_setting
 
 DEFAULT_VOICE = "en-us"
 BASE_WPM = 160  # words per minute at rate 1.0
@@ -46,6 +49,7 @@ def _voice_table() -> tuple[list[str], frozenset[str]]:
 
 class EspeakEngine:
     name = "espeak-ng"
+    SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "an espeak-ng voice (a variant after +)"), RATE)
     model_sha256 = None
     deterministic = True
 

@@ -19,6 +19,9 @@ import soundfile as sf
 
 from duplexeval_common.errors import DuplexEvalError, MissingDependency
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, voice_setting
 
 DEFAULT_VOICE = "slt"
 HINT = "apt-get install flite"
@@ -49,6 +52,7 @@ def _version() -> str:
 
 class FliteEngine:
     name = "flite"
+    SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "a flite voice, or a .flitevox file"), RATE)
     deterministic = True
 
     @staticmethod

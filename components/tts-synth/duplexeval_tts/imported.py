@@ -34,7 +34,7 @@ from .synth import sample_files
 
 FORMAT = "duplexeval-import/1"
 MANIFEST = "manifest.json"
-SETTINGS = ("benchmark", "dataset", "limit", "jobs", "subsets")  # the others (engine, voice, ...) are about synthesis
+SETTINGS = ("benchmark", "dataset", "limit", "jobs", "subsets", "options")  # the others (engine, voice, ...) are about synthesis
 ROW_FIELDS = ("kind", "group")  # carried from the import's rows into the stage's manifest
 
 

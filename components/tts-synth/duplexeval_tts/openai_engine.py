@@ -33,6 +33,9 @@ from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError, MissingDependency
 from duplexeval_common.secrets import redact_url, scrub
 from duplexeval_common.wavio import resample
+from duplexeval_common.settings import Setting, Spec
+
+from .engines import RATE, voice_setting
 
 WHAT = "tts engine 'openai'"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -111,6 +114,17 @@ def decode_wav(data: bytes) -> tuple[np.ndarray, int]:
 
 class OpenAIEngine:
     name = "openai"
+    SETTINGS = Spec(
+        voice_setting(DEFAULT_VOICE, "a voice of the API (or of the server at base_url)"), RATE,
+        Setting("model", str, None, f"the TTS model; null: ${MODEL_ENV}, else {DEFAULT_MODEL}", nonempty=True),
+        Setting("base_url", str, None, f"the API's base URL (https, or http to this machine); null: "
+                f"${BASE_URL_ENV}, else {DEFAULT_BASE_URL}", nonempty=True),
+        Setting("response_format", str, "pcm", "what the API sends", choices=FORMATS),
+        Setting("retries", int, 3, "retries of a failed request", ge=0, le=100),
+        Setting("timeout_s", float, 60.0, "the timeout of one request, in s", gt=0, le=3600),
+        Setting("backoff_s", float, 1.0, "the first wait before a retry, in s (doubled each time)", ge=0, le=600),
+        Setting("transport", str, None, "openai (the openai package) or http (urllib); null: openai when "
+                "installed", choices=("openai", "http")))
     model_sha256 = None
     deterministic = False
 

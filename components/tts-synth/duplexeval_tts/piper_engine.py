@@ -19,6 +19,9 @@ import numpy as np
 from duplexeval_common import optional
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.settings import Spec
+
+from .engines import RATE, voice_setting
 
 if TYPE_CHECKING:
     from piper import PiperVoice
@@ -66,6 +69,7 @@ def load_voice(model: Path, config: Path) -> PiperVoice:
 class PiperEngine:
     """rate r sets length_scale = 1/r (phoneme durations scaled); r = 1.0 is today's output."""
     name = "piper"
+    SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "a Piper voice installed here"), RATE)
     deterministic = True
 
     @staticmethod

@@ -5,7 +5,8 @@ voices and engines. The builder is called as `make_stage(config, synth)` and ret
 hooks (select, setup, process, finalize); it speaks through `synth`:
 
 - settings: `synth.check_config(config)`: the dataset settings every builder shares, checked
-  (dataset, limit, engine, voice, sample_rate, timing, voices, seed, jobs, samples, subsets);
+  (dataset, limit, engine, voice, sample_rate, timing, voices, seed, jobs, samples, subsets,
+  options: the benchmark's dataset options, which tts-synth gives its `variants` hook);
 - voices: `synth.engine(name, voice, rate)`, `synth.load(spec)`, `synth.record(engine, spec)`,
   `synth.choose(specs, seed, key, speakers)`, `synth.parse_specs(where, value)`;
 - audio: `synth.render(engine, text, sr, tight=False)` (one speech segment: resampled, scaled to
@@ -43,7 +44,7 @@ from .engines import PEAK, TRIM_THRESHOLD, load_engine, render as _render, trim
 
 DEFAULTS = {"benchmark": None, "dataset": None, "limit": None, "engine": "piper", "voice": None,
             "sample_rate": 16000, "timing": {}, "voices": None, "seed": None, "jobs": None, "samples": None,
-            "subsets": None}
+            "subsets": None, "options": None}
 MAX_JOBS = 8
 EDGE_FRAME_S = 0.01     # tight rendering: frames of the edge trim
 EDGE_REL = 0.05         # tight rendering: edge frames whose RMS is below this share of the loudest frame's
@@ -88,6 +89,8 @@ def check_config(config: dict) -> dict:
     if only is not None and (not isinstance(only, list) or not only
                              or not all(isinstance(k, str) and k.count("/") == 1 for k in only)):
         raise DuplexEvalError('setting samples must be null or a non-empty list of "subset/id" keys')
+    if cfg["options"] is not None and not isinstance(cfg["options"], dict):
+        raise DuplexEvalError("setting options must be null or an object (the benchmark's dataset options)")
     if cfg["jobs"] is None:
         cfg["jobs"] = default_jobs()
     # An explicit engine/voice in the config speaks scripts that name their own voices too.

@@ -41,8 +41,9 @@ def check(llm: dict, seg) -> None:
     args = dict(llm.get("args") or {})
     if "prompt" in args:
         raise DuplexEvalError(f"turn-segmenter: llm.args.prompt is not a setting (the prompt is {seg.SEGMENT})")
-    cls = _cls(llm.get("backend", "openai"))
-    check_kwargs(f"turn-segmenter: llm.args ({llm.get('backend', 'openai')})", cls, {"prompt": None, **args})
+    backend = llm.get("backend", "openai")
+    cls = _cls(backend)
+    check_kwargs(f"turn-segmenter: llm backend {backend!r}", cls, {"prompt": None, **args}, "llm.args")
     cls.check(prompt=seg.PROMPTS.get(seg.SEGMENT), **args)
 
 

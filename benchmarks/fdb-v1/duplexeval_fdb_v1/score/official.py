@@ -77,7 +77,7 @@ def _load(path: Path, where: str):
     try:
         with open(path, "r") as f:
             return json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(where, f"{path.name} is not valid JSON ({exc})") from None
 
 

@@ -129,6 +129,9 @@ def subset_lines(name: str, s: dict, revision: dict | None = None) -> list[str]:
     if s.get("min_observable_s") is not None:
         lines.append(f"   min_observable_s {_f(s['min_observable_s'], 3)} (a response_rate_ks with k above "
                      "it is a lower bound)")
+    if s.get("counterfactual"):
+        from ..counterfactual import report_lines
+        lines += report_lines(s["counterfactual"])
     for note in s["official_notes"]:
         lines.append(f"     note: {note}")
     for x in s.get("invalid", []):

@@ -20,6 +20,7 @@ import soundfile as sf
 
 from . import DEFINITIONS, official, revisions, summary, unified_interrupt, unified_pause, \
     unified_turns
+from .. import counterfactual
 from duplexeval_common.errors import InputError
 from duplexeval_common.jsonio import atomic_write_many as write_all, dumps, jsonl_text as jsonl
 from duplexeval_common.optional import version
@@ -150,13 +151,37 @@ def _vad_jobs(tree: Path, samples: dict[str, list[Sample]], names: dict[str, str
     return unified, official_
 
 
-def _probabilities(jobs_u, jobs_o, cache_dir: Path, backend: str, workers: int, quiet: bool) -> dict:
-    paths = [p for p, _, _ in jobs_u + jobs_o]
+def _cf_jobs(samples: dict[str, list[Sample]]) -> list[tuple[Sample, dict, Path, str, int]]:
+    """(sample, its cf.json, file, feed, duration in microseconds) for output.wav and
+    cf_output.wav of every eligible sample run with its counterfactual twin (counterfactual.py)."""
+    out = []
+    for ss in samples.values():
+        for s in ss:
+            if not (s.eligible and (s.dir / counterfactual.RECORD).is_file()
+                    and (s.dir / f"{counterfactual.PREFIX}output.wav").is_file()):
+                continue
+            rec = read_json(s.dir / counterfactual.RECORD, f"{s.key} {counterfactual.RECORD}")
+            if not isinstance(rec, dict) or rec.get("format") != counterfactual.FORMAT:
+                raise InputError(s.key, f"{counterfactual.RECORD} is not a {counterfactual.FORMAT} record", "bad-input")
+            feed = unified_feed(s.output_sr, s.output_channels)
+            twin_us = round(int(rec["twin_samples"]) * 1e6 / int(rec["sample_rate"]))
+            out.append((s, rec, s.dir / "output.wav", feed, s.T_us))
+            out.append((s, rec, s.dir / f"{counterfactual.PREFIX}output.wav", feed, twin_us))
+    return out
+
+
+def _probabilities(jobs_u, jobs_o, cache_dir: Path, backend: str, workers: int, quiet: bool,
+                   jobs_x: list | None = None) -> dict:
+    """{(file, feed): (probabilities, n)}; jobs_x: further (file, feed, duration_s) to run."""
+    seen = {(p, feed) for p, feed, _ in jobs_u + jobs_o}
+    jobs_x = list({(p, feed): (p, feed, sec) for p, feed, sec in jobs_x or [] if (p, feed) not in seen}.values())
+    paths = [p for p, _, _ in jobs_u + jobs_o + jobs_x]
     shas = hash_files(paths, workers)
     jobs = [Job(p, shas[p], feed, s.T_us / 1e6) for p, feed, s in jobs_u]
     jobs += [Job(p, shas[p], feed, frames / SR) for p, feed, (_, _, frames, _sr) in jobs_o]  # fed as 16 kHz
+    jobs += [Job(p, shas[p], feed, seconds) for p, feed, seconds in jobs_x]
     probs = ensure(jobs, ProbStore(cache_dir, backend), workers, quiet) if jobs else {}
-    return {(p, feed): probs[(shas[p], feed)] for p, feed, _ in jobs_u + jobs_o}
+    return {(p, feed): probs[(shas[p], feed)] for p, feed, _ in jobs_u + jobs_o + jobs_x}
 
 
 def _mirror(src: Path, dst: Path, skip: set[str]) -> None:
@@ -222,12 +247,15 @@ def _rows(task: str, samples: list[Sample], vad_segs: dict) -> list[dict]:
     return []
 
 
-def _interrupt_segments(s: Sample, probs_n) -> list[tuple[int, int, bool]]:
+def _interrupt_segments(s: Sample, probs_n, T_us: int | None = None) -> list[tuple[int, int, bool]]:
+    """The unified VAD segments (start_us, end_us, runs_to_end) of a file, clipped to its duration
+    (the sample's T unless T_us says otherwise, e.g. a counterfactual twin with pauses cut out)."""
     probs, n = probs_n
+    T = s.T_us if T_us is None else T_us
     out = []
     for a, b, open_end in unified_segments(probs, n):
-        a_us = min(to_us(a / SR), s.T_us)
-        b_us = min(to_us(b / SR), s.T_us)
+        a_us = min(to_us(a / SR), T)
+        b_us = min(to_us(b / SR), T)
         out.append((a_us, b_us, open_end))
     return out
 
@@ -290,11 +318,16 @@ def _build(tree: Path, icc_gt: Path | None, cache_dir: Path | None, out: Path | 
         raise InputError(str(icc_gt), "ICC ground-truth file not found")
 
     jobs_u, jobs_o = _vad_jobs(tree, samples, names, exclude_invalid)
+    jobs_cf = [] if official_only else _cf_jobs(samples)
     if official_only:
         jobs_u = []
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
-    probs = _probabilities(jobs_u, jobs_o, cache, vad_backend, workers, quiet)
+    probs = _probabilities(jobs_u, jobs_o, cache, vad_backend, workers, quiet,
+                           [(p, feed, T / 1e6) for _, _, p, feed, T in jobs_cf])
     vad_segs = {s.key: _interrupt_segments(s, probs[(p, feed)]) for p, feed, s in jobs_u}
+    cf_segs: dict[str, tuple[dict, list]] = {}
+    for s, rec, p, feed, T in jobs_cf:
+        cf_segs.setdefault(s.key, (rec, []))[1].append(_interrupt_segments(s, probs[(p, feed)], T))
     off_segs: dict[str, dict] = {}
     for p, feed, (subset, spk, frames, sr) in jobs_o:
         pr, n = probs[(p, feed)]
@@ -321,6 +354,10 @@ def _build(tree: Path, icc_gt: Path | None, cache_dir: Path | None, out: Path | 
     for subset, ss in samples.items():
         task = names[subset]
         rows = [] if official_only else _rows(task, ss, vad_segs)
+        for r in rows:
+            if r["sample_id"] in cf_segs:
+                rec, (main, twin) = cf_segs[r["sample_id"]][0], cf_segs[r["sample_id"]][1]
+                r["counterfactual"] = counterfactual.sample_row(rec, main, twin)
         off, notes = official_cols[subset]
         um = summary.unified_metrics(task, rows) if rows else {}
         cnt = summary.counts(task, rows) if rows else summary.counts(task, [
@@ -337,6 +374,9 @@ def _build(tree: Path, icc_gt: Path | None, cache_dir: Path | None, out: Path | 
         if task == "user_interruption":
             entry["rating_label"] = rating_label
             metrics["subsets"][subset]["rating_label"] = rating_label
+        cf = counterfactual.summary(rows)
+        if cf is not None:
+            entry["counterfactual"] = cf
         uni["subsets"][subset] = entry
         all_rows += rows
     SCHEMAS.check_output("metrics", metrics, "metrics.json")

@@ -33,7 +33,8 @@ from duplexeval_common.trees import merged_tree
 from . import revisions
 
 TREE_FILES = ("input.wav", "pause.json", "turn_taking.json", "interrupt.json", "output.wav",
-              "output.json", "rating.json", "runner.json")
+              "output.json", "rating.json", "runner.json",
+              "cf.json", "cf_output.wav", "cf_runner.json")  # a counterfactual twin's (counterfactual.py)
 ROOT_FILES = ("manifest.json", "judge.json", "icc_gt_distribution.json")
 SETTINGS = ("icc_gt", "official_revision")
 

@@ -67,7 +67,7 @@ def read_json(path: Path, where: str):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(where, f"{path.name} is not valid JSON ({exc})", "bad-json") from None
 
 
@@ -357,7 +357,8 @@ def load_sample(s: Sample) -> None:
         if s.S_us > s.R_us:
             raise InputError(s.key, "interruption onset S is after its end R", "bad-annotation")
         for a, _ in s.words:
-            if a < s.R_us:
+            # times are written to the microsecond: a word at R may read up to 1 us before it
+            if a < s.R_us - 1:
                 raise InputError(s.key, f"output.json word starts at {a / 1e6:.6f} s, before the "
                                         f"interruption end R = {s.R_us / 1e6:.6f} s", "word-before-R")
         # output.wav must hold T seconds of samples (to within one output sample)

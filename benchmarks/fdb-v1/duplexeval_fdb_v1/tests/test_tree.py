@@ -148,3 +148,33 @@ def test_a_status_file_that_is_not_json_is_invalid_when_excluding(tmp_path):
     assert "runner.json is not valid JSON" in err(tmp_path)
     (s,) = _load_samples(tmp_path, {}, exclude_invalid=True)[0]["candor_turn_taking"]
     assert s.reasons == ["invalid:bad-json"]
+
+
+def test_every_invalid_reason_code_passes_the_output_schema(tmp_path):
+    """A sample excluded for a word before R is written, not a crash (its code has a capital R,
+    which the unified schema once refused: exit 3 and nothing scored); a word at R read one
+    microsecond early (times are written to the microsecond) is not before it."""
+    from duplexeval_fdb_v1.score.score import build
+    sub = "synthetic_user_interruption"
+    sample_dir(tmp_path, sub, "5", words=[(1.0, 1.2)], annotation=interrupt_ann(2, 3))
+    sample_dir(tmp_path, sub, "6", words=[(2.9999995, 3.4)], annotation=interrupt_ann(2, 3.0000005))
+    _, uni, rows = build(tmp_path, exclude_invalid=True, quiet=True, cache_dir=tmp_path / "cache")
+    assert [x["reason"] for x in uni["subsets"][sub]["invalid"]] == ["invalid:word-before-R"]
+    assert {r["sample_id"]: r["eligible"] for r in rows} == {f"{sub}/5": False, f"{sub}/6": True}
+
+
+def test_an_output_json_nested_50000_deep_is_one_line_with_or_without_excluding(tmp_path):
+    """It once raised RecursionError (exit 3) in `aggregator score`, with or without
+    --exclude-invalid; now: strict, one InputError naming the sample; excluding, that sample is
+    invalid and the other one scored."""
+    from duplexeval_fdb_v1.score.score import build
+    sub = "candor_turn_taking"
+    d = sample_dir(tmp_path, sub, "0", words=[], annotation=turn_ann(2.0))
+    (d / "output.json").write_text("[" * 50000 + "]" * 50000)
+    sample_dir(tmp_path, sub, "1", words=[(3.0, 3.4)], annotation=turn_ann(2.0))
+    with pytest.raises(InputError) as e:
+        build(tmp_path, quiet=True, cache_dir=tmp_path / "cache")
+    assert e.value.sample == f"{sub}/0" and "\n" not in str(e.value)
+    _, uni, rows = build(tmp_path, exclude_invalid=True, quiet=True, cache_dir=tmp_path / "cache")
+    assert {r["sample_id"]: r["eligible"] for r in rows} == {f"{sub}/0": False, f"{sub}/1": True}
+    assert uni["subsets"][sub]["invalid"][0]["reason"] == "invalid:bad-json"

@@ -76,7 +76,7 @@ def _time(key: str, where: str, name: str, x) -> float:
 def _read_object(path: Path, key: str) -> dict:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InputError(key, f"{path.name}: not readable JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(obj, dict):
         raise InputError(key, f"{path.name}: expected a JSON object")

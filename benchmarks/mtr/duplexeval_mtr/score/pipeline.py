@@ -68,7 +68,7 @@ def read_json_file(path: Path, name: str) -> object:
         return json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except RecursionError:
         raise Problem(f"{name}: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Problem(f"{name}: not readable JSON ({_one_line(exc)})") from None
 
 
@@ -103,7 +103,7 @@ class Upstream:
                 continue
             try:
                 rec = json.loads(p.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
                 raise DuplexEvalError(f"{p}: not readable JSON ({_one_line(exc)})") from None
             samples = rec.get("samples") if isinstance(rec, dict) else None
             out.append((str(rec.get("component", "?")) if isinstance(rec, dict) else "?",

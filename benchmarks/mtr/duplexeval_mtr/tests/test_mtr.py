@@ -9,7 +9,7 @@ import pytest
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import read_jsonl
-from duplexeval_common.llm import prompts
+from duplexeval_mtr.prompts import PROMPTS as prompts
 from duplexeval_mtr import judging as mtr
 
 from tests.judge.chat_server import ok

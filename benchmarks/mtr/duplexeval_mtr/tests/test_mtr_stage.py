@@ -19,7 +19,7 @@ import pytest
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.schemas import problem
-from duplexeval_common.llm import prompts
+from duplexeval_mtr.prompts import PROMPTS as prompts
 from duplexeval_mtr import judging as mtr
 from duplexeval_mtr.schemas import SCHEMAS
 
@@ -198,7 +198,7 @@ def test_a_failed_request_and_a_bad_round_fail_only_their_samples(tmp_path, serv
     assert st[f"{SAFE_S}/s2-r01"]["status"] == "failed" and "HTTP 500" in st[f"{SAFE_S}/s2-r01"]["reason"]
     bad = st[f"{IF_S}/if2-r01"]  # duplexeval_mtr/schemas/round-sample.schema.json, or our own check without it
     assert bad["status"] == "failed" and bad["reason"] in (
-        "round.json: mtr-round-sample schema: at (root): 'start_s' is a required property",
+        "round.json: round-sample schema: at (root): 'start_s' is a required property",
         "round.json: start_s and end_s must be times with 0 <= start_s < end_s, got None, 9.0")
     assert sum(v["status"] == "ok" for v in st.values()) == 6
     assert len(asked(srv, "BOOM")) == 2  # one retry
@@ -251,9 +251,9 @@ def test_check_accepts_the_mtr_backends_and_refuses_the_rest_with_one_line(tmp_p
              ({"judge": "embedding-relevance"}, "in mtr mode use 'local-llm' (offline), 'openai' or 'none'"),
              ({"judge": "openai", "judge_args": {"prompt": "mtr-safety"}},
               "judge_args: prompt is not a setting in mtr mode"),
-             ({"judge": "openai", "judge_args": {"temprature": 0}}, "unexpected keyword argument 'temprature'"),
+             ({"judge": "openai", "judge_args": {"temprature": 0}}, "unknown judge_args temprature"),
              ({"judge": "openai", "judge_args": {"max_concurrency": 0}}, "max_concurrency must be an integer"),
-             ({"judge": "local-llm", "judge_args": {"model": "x"}}, "unexpected keyword argument 'model'"),
+             ({"judge": "local-llm", "judge_args": {"model": "x"}}, "unknown judge_args model (known: cache, prompt, threads)"),
              ({"judge": "none", "judge_args": {"model": "x"}}, "judge 'none' takes no judge_args"),
              ({"judge": "gpt-9"}, "unknown judge 'gpt-9'")]
     for cfg, message in cases:
@@ -289,7 +289,7 @@ def test_fields_of_a_round(tmp_path, task):
     hist = [OPENER, {"role": "user", "start": 2.5, "end": 4.0, "text": " Hello. "}]
     root = write_stage(tmp_path / "in", rnd(subset, "x", 2, task, 9.0, 15.0, "Two and two?",
                                             words("early", 8.5) + words("Four.", 10.0), history=hist))
-    ctx = SampleContext(Sample(subset, "x-r02"), Inputs([root]), {}, tmp_path)
+    ctx = SampleContext(Sample(subset, "x-r02", task), Inputs([root]), {}, tmp_path)
     r, fields = fields_for(ctx)
     assert (r.round, r.dialogue_id, r.start_s, r.end_s) == (2, "x", 9.0, 15.0)
     if task == "instruction_following":
@@ -314,7 +314,7 @@ def test_local_llm_judges_rounds_offline_with_one_model(tmp_path):
     from duplexeval_common.cache import user_cache_dir
     real_models = Path.home() / ".cache" / "duplexeval" / "models"
     if any(real_models.glob("smollm2-*/model.safetensors")):  # reuse the converted model, read only
-        user_cache_dir().mkdir(parents=True)
+        user_cache_dir().mkdir(parents=True, exist_ok=True)
         (user_cache_dir() / "models").symlink_to(real_models)
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"benchmark": "mtr", "judge": "local-llm"}))

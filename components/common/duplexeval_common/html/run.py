@@ -60,7 +60,7 @@ class RunData:
 def read_json(path: Path, data: RunData, what: str):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         data.problems.append(f"{what}: not readable ({type(exc).__name__}: {str(exc)[:120]})")
         return None
 

@@ -27,7 +27,7 @@ MARKER_COLORS = {"E": "#cc0000", "S": "#5c3566", "R": "#ce5c00", "round start": 
 # labelled bands in a waveform lane (multi-round samples): (face colour, hatch)
 SPAN_STYLES = {"ground truth": ("#888a85", "///"), "muted": ("#555753", "xx"), "user turn": ("#729fcf", None),
                "interruption": ("#ad7fa8", None), "background": ("#e9b96e", None),
-               "GT model slot": ("#fcaf3e", None)}
+               "GT model slot": ("#fcaf3e", None), "overlap": ("#ad7fa8", None)}
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 One judgement is: render the prompt, look the request up in the cache, else ask the backend
 (transport retries are the backend's) until the reply parses, at most `max_parse_attempts` times
-(a deterministic backend is asked once), and record the outcome:
+(a deterministic backend is asked once; a prompt with `retry_seed_step` asks each further time
+with the seed moved on by that step), and record the outcome:
 
     ok        the reply parsed; its score counts
     unparsed  no reply parsed after the attempts; no score, counted once as unparsed
@@ -177,8 +178,10 @@ class JudgeEngine:
         replies: list[Completion] = []
         requests = 0
         try:
-            for _ in range(self.max_parse_attempts):
-                c = self.backend.complete(self.model, messages, seed, self.temperature, prompt)
+            for i in range(self.max_parse_attempts):
+                step = prompt.retry_seed_step if seed is not None else 0
+                c = self.backend.complete(self.model, messages, seed + i * step if step else seed,
+                                          self.temperature, prompt)
                 replies.append(c)
                 requests += c.attempts
                 self._spend(c)
@@ -196,8 +199,10 @@ class JudgeEngine:
             "status": "ok" if prompt.parse(last.text) is not None else "unparsed",
             "attempts": len(replies), "requests": requests,
             "replies": [{"text": r.text, "model": r.model, "tokens_in": r.tokens_in,
-                         "tokens_out": r.tokens_out, **({"detail": r.detail} if r.detail is not None else {})}
-                        for r in replies],
+                         "tokens_out": r.tokens_out, **({"detail": r.detail} if r.detail is not None else {}),
+                         **({"seed": seed + i * prompt.retry_seed_step}
+                            if prompt.retry_seed_step and seed is not None else {})}
+                        for i, r in enumerate(replies)],
             "latency_s": round(time.monotonic() - t0, 3)}, self._secrets)
         if self.cache:
             self.cache.put(h, entry)

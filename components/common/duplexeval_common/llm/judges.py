@@ -14,6 +14,7 @@ import math
 from duplexeval_common import optional
 from duplexeval_common.cache import cache_namespace
 from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.settings import Setting, Spec
 
 from .client import ChatClient
 from .engine import JudgeCache, JudgeEngine, Judgement
@@ -22,25 +23,26 @@ from .prompts import Prompt
 PRICE_KEYS = ("input_per_1k", "output_per_1k")
 
 
-def check_common(prompt: Prompt, max_concurrency: int, max_parse_attempts: int,
-                 price: dict | None = None, **numbers: float) -> Prompt:
-    """One line for the first bad judge argument (no network, nothing loaded)."""
+def _price(price: dict) -> bool:
+    return bool(price) and not set(price) - set(PRICE_KEYS) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        for v in price.values())
+
+
+# What the LLM judges' declarations share (their judge_args, checked before anything loads)
+PROMPT = Setting("prompt", Prompt, None, "the versioned prompt (a benchmark's; the judge stage passes the one "
+                 "judge_args prompt names, or its task's)", expect="a versioned prompt (a benchmark's)")
+CACHE = Setting("cache", bool, True, "keep each judgement in the per-user judge cache (a rerun asks again "
+                "only what is not there)")
+
+
+def check_settings(cls, args: dict) -> Prompt:
+    """One line for the first bad judge argument (no network, nothing loaded); the prompt."""
+    cls.SETTINGS.check(cls.what, args, noun="judge_args", named=True)
+    prompt = args.get("prompt")
     if not isinstance(prompt, Prompt):
-        raise DuplexEvalError(f"judge: prompt must be a versioned prompt (a benchmark's), got {prompt!r}")
-    p = prompt
-    for name, value in (("max_concurrency", max_concurrency), ("max_parse_attempts", max_parse_attempts)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise DuplexEvalError(f"judge_args: {name} must be an integer of at least 1, got {value!r}")
-    for name, value in numbers.items():
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
-                                  or not math.isfinite(value) or value < 0):
-            raise DuplexEvalError(f"judge_args: {name} must be a number of at least 0, got {value!r}")
-    if price is not None:
-        if not isinstance(price, dict) or not price or set(price) - set(PRICE_KEYS) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in price.values()):
-            raise DuplexEvalError('judge_args: price must be {"input_per_1k": x, "output_per_1k": y} '
-                                  f"(non-negative numbers), got {price!r}")
-    return p
+        raise DuplexEvalError(f"{cls.what}: prompt must be a versioned prompt (a benchmark's), got {prompt!r}")
+    return prompt
 
 
 class LLMJudge:
@@ -63,6 +65,24 @@ class LLMJudge:
 class OpenAIJudge(LLMJudge):
     name = "openai"
     what = "judge 'openai'"
+    SETTINGS = Spec(
+        Setting("model", str, None, "the model; null: the prompt's official one (e.g. gpt-4-turbo)", nonempty=True),
+        Setting("base_url", str, None, "an OpenAI-compatible server (OpenAI, vLLM, Ollama); null: "
+                "$OPENAI_BASE_URL, else OpenAI's", nonempty=True),
+        Setting("api_key", str, None, "the key (only as the secret reference the orchestrator writes); null: "
+                "the variable api_key_env names", secret=True),
+        Setting("api_key_env", str, "OPENAI_API_KEY", "the environment variable holding the key", nonempty=True),
+        PROMPT,
+        Setting("temperature", float, None, "sampling temperature; null: the prompt's official one", ge=0, le=2),
+        Setting("seed", int, None, "the request seed; null: the prompt's official one", ge=0),
+        Setting("max_concurrency", int, 4, "requests at once", ge=1, le=256),
+        Setting("max_retries", int, 4, "retries of a failed request", ge=0, le=100),
+        Setting("timeout_s", float, 60.0, "the timeout of one request, in s", gt=0, le=3600),
+        Setting("max_parse_attempts", int, 3, "requests for an item whose reply does not parse", ge=1, le=100),
+        Setting("price", dict, None, "USD per 1000 tokens, for the cost in judge.json", check=_price,
+                expect='{"input_per_1k": x, "output_per_1k": y} with non-negative numbers'),
+        Setting("backoff_s", float, 1.0, "the first wait before a retry, in s (doubled each time)", ge=0, le=600),
+        CACHE)
 
     @classmethod
     def check(cls, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
@@ -70,17 +90,11 @@ class OpenAIJudge(LLMJudge):
               temperature: float | None = None, seed: int | None = None, max_concurrency: int = 4,
               max_retries: int = 4, timeout_s: float = 60.0, max_parse_attempts: int = 3,
               price: dict | None = None, backoff_s: float = 1.0, cache: bool = True) -> Prompt:
-        if model is not None and (not isinstance(model, str) or not model):
-            raise DuplexEvalError(f"judge_args: model must be a model name, got {model!r}")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise DuplexEvalError(f"judge_args: seed must be an integer, got {seed!r}")
-        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-            raise DuplexEvalError(f"judge_args: max_retries must be an integer of at least 0, got {max_retries!r}")
-        p = check_common(prompt, max_concurrency, max_parse_attempts, price, temperature=temperature,
-                         timeout_s=timeout_s, backoff_s=backoff_s)
-        if not timeout_s:
-            raise DuplexEvalError("judge_args: timeout_s must be above 0")
-        return p
+        return check_settings(cls, dict(
+            model=model, base_url=base_url, api_key=api_key, api_key_env=api_key_env, prompt=prompt,
+            temperature=temperature, seed=seed, max_concurrency=max_concurrency, max_retries=max_retries,
+            timeout_s=timeout_s, max_parse_attempts=max_parse_attempts, price=price, backoff_s=backoff_s,
+            cache=cache))
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", prompt: Prompt | None = None,

@@ -25,13 +25,13 @@ import threading
 
 from duplexeval_common import smollm
 from duplexeval_common.cache import cache_namespace
-from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 from duplexeval_common.progress import log
+from duplexeval_common.settings import Setting, Spec
 
 from .client import Completion
 from .engine import JudgeCache, JudgeEngine
-from .judges import LLMJudge, check_common
+from .judges import CACHE, PROMPT, LLMJudge, check_settings
 from .prompts import Prompt
 
 MODEL = smollm.MODEL
@@ -131,13 +131,13 @@ class SmolLMBackend:
 
 class LocalLLMJudge(LLMJudge):
     name = "local-llm"
+    what = "judge 'local-llm'"
     official = False
+    SETTINGS = Spec(PROMPT, Setting("threads", int, 1, "torch threads of the model", ge=1, le=1024), CACHE)
 
     @classmethod
     def check(cls, prompt: Prompt | None = None, threads: int = 1, cache: bool = True):
-        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-            raise DuplexEvalError(f"judge_args: threads must be an integer of at least 1, got {threads!r}")
-        return check_common(prompt, 1, 1)
+        return check_settings(cls, {"prompt": prompt, "threads": threads, "cache": cache})
 
     def __init__(self, prompt: Prompt | None = None, threads: int = 1, cache: bool = True):
         p = self.check(prompt, threads, cache)

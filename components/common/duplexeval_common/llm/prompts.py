@@ -61,6 +61,9 @@ class Prompt:
     local: dict
     messages_template: tuple[tuple[str, str], ...]
     parser: Parser = field(compare=False, repr=False, default=None)
+    # added to the seed for each further attempt when a reply does not parse (Full-Duplex-Bench
+    # v1.5's eval_behavior.py asks again with seed + 1); 0: every attempt with the same seed
+    retry_seed_step: int = 0
 
     def identity(self) -> dict:
         return {"id": self.id, "version": self.version, "sha256": self.sha256}
@@ -124,7 +127,7 @@ def _load(spec_path: Path, parsers: dict[str, Parser]) -> Prompt:
                   source=spec["source"], description=spec.get("description", ""),
                   local=dict(spec.get("local") or {}),
                   messages_template=_split_template(data.decode("utf-8"), tpath.name),
-                  parser=parsers[spec["parser"]])
+                  parser=parsers[spec["parser"]], retry_seed_step=int(spec.get("retry_seed_step", 0)))
 
 
 class PromptSet:
