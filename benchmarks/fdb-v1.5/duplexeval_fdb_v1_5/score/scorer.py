@@ -295,8 +295,12 @@ def subset_scores(task: str, ss: list[Sample], rows: list[dict], adaptation_on: 
         official["adaptation"] = {"trimmed_means": adaptation.aggregate(splits),
                                   "clean_trimmed_means": adaptation.aggregate(splits, ("clean",))["clean"],
                                   "clean_label": "our addition: upstream aggregates pre and post only"}
-        results, skipped = significance.tests(significance.rows(
-            {r["id"]: (r["general_split"], r.get("content_tag")) for r in elig}))
+        sig_rows = significance.rows({r["id"]: (r["general_split"], r.get("content_tag")) for r in elig})
+        if sig_rows:
+            results, skipped = significance.tests(sig_rows)
+        else:  # upstream tests the C_RESPOND samples only
+            results, skipped = [], [("all", "no sample labelled C_RESPOND (judged: "
+                                             f"{sum(1 for r in elig if 'content_tag' in r)})")]
         official["significance"] = {"tests": results, "skipped": [list(x) for x in skipped]}
         uni["adaptation"] = {f: unified.adaptation_pairs([r["adaptation_window"] for r in elig], f)
                              for f in adaptation.FEATURES if f != "utmosv2" or adaptation.utmosv2_available()}

@@ -43,6 +43,8 @@ from duplexeval_common import stats
 from duplexeval_common.timebase import INF, to_us
 from duplexeval_common.vad import SR, unified_segments
 
+from .significance import ZERO_IS_MISSING
+
 DEFINITIONS = "fdb-v1.5-unified-1"
 RESPONSE_WITHIN_S = (1, 2, 5)
 
@@ -181,6 +183,19 @@ def adaptation_pairs(rows: list[dict], feature: str) -> dict:
     """Paired difference of one feature: the overlap run's post-split segment minus the clean
     run's same window ({"post": {...}, "clean_post": {...}} per row, from
     `adaptation.window_features`), over the rows where both have it."""
-    a = [(r.get("clean_post") or {}).get(feature) for r in rows]
-    b = [(r.get("post") or {}).get(feature) for r in rows]
+    def value(side: dict | None):
+        # a window without speech (no words: speech_dur_s 0) has no features to compare, and the
+        # rule of the official t-tests holds here too: a 0 is missing for the rates, pitches and
+        # spreads, an intensity of -190 dB or below is missing
+        side = side or {}
+        v = side.get(feature)
+        if v is None or not side.get("speech_dur_s"):
+            return None
+        if feature in ZERO_IS_MISSING and v == 0:
+            return None
+        if feature == "mean_intensity" and v <= -190:
+            return None
+        return v
+    a = [value(r.get("clean_post")) for r in rows]
+    b = [value(r.get("post")) for r in rows]
     return paired_difference(a, b)
