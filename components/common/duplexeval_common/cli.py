@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import inspect
 import sys
 import traceback
@@ -33,6 +34,12 @@ def one_line_errors(fn: Callable) -> Callable:
             sys.exit(EXIT_STOPPED)
         except (KeyboardInterrupt, SystemExit, click.exceptions.ClickException, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (`... | head`): nothing more to say
+            try:
+                sys.stdout = open(os.devnull, "w")  # the interpreter's last flush goes nowhere
+            except OSError:
+                pass
+            sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command killed by it
         except Exception:  # noqa: BLE001 - a crash: keep the trace, give it its own exit code
             click.echo(scrub(traceback.format_exc()), err=True, nl=False)
             click.echo(f"error: internal error (crash); exit code {EXIT_CRASH}", err=True)

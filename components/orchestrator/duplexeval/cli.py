@@ -253,11 +253,12 @@ def models_cmd():
 
 
 @main.command("benchmarks")
+@one_line_errors
 def benchmarks_cmd():
     """List the benchmarks: their datasets, tasks, default judge, settings and stages."""
     for b in benchmarks.all_benchmarks():
         planner = Planner(b.name, "silence", b.default_dataset, "faster-whisper", b.default_judge, environ={})
-        stages = " -> ".join(s.name for s in plan_of(b, planner))
+        stages = " -> ".join(s.name for s in plan_of(b, planner)) if b.has("plan") else "(no plan hook: not runnable)"
         default = " (the default)" if b is benchmarks.default() else ""
         click.echo(f"{b.name}{default}: {b.title} ({b.folder})")
         click.echo(f"  datasets {', '.join(d.name for d in b.datasets)} (default {b.default_dataset}); "
