@@ -115,12 +115,20 @@ def test_rule_edges_where_the_rules_differ():
     # user speech of 1 s or more that the model talks through: gap-v1 a turn, gap-v2 none
     assert len(v1([(0, 2), (4, 5.0), (8, 9)], [(2.5, 7)], (0, 10))) == 3
     assert len(v2([(0, 2), (4, 5.0), (8, 9)], [(2.5, 7)], (0, 10))) == 2
-    # gap-v2: speech is talked over only when one model interval covers all of it
-    model = [(2.5, 7.0), (7.2, 9.0)]
-    assert offline.talked_over((2.5, 7.0), model) and offline.talked_over((3.0, 4.0), model)
-    assert not offline.talked_over((2.4, 3.0), model)   # starts before the model
-    assert not offline.talked_over((6.8, 7.1), model)   # outlasts its interval
-    assert not offline.talked_over((6.8, 7.5), model)   # spans two of them
+    # gap-v2: talked over when the model's speech (its pauses under 0.5 s bridged) runs from at or
+    # before the user's start to 0.1 s (talkover_hold_s) or more after the user's end
+    floor = offline.bridge([(2.5, 7.0), (7.4, 9.0), (10.0, 12.0)], 0.5)
+    assert floor == [(2.5, 9.0), (10.0, 12.0)]
+    assert offline.talked_over((2.5, 8.9), floor) and offline.talked_over((3.0, 4.0), floor)
+    assert offline.talked_over((6.9, 7.5), floor)        # into a pause of the model, which goes on
+    assert not offline.talked_over((2.4, 3.0), floor)    # starts before the model
+    assert not offline.talked_over((8.0, 8.95), floor)   # the model stops with it (under 0.1 s after)
+    assert not offline.talked_over((8.5, 10.5), floor)   # spans a pause of 1 s
+    # a backchannel said into a short pause of the model: gap-v1 drops it (under 1 s, overlapping),
+    # and so does gap-v2 (the model goes on after it); the user's next turn is one turn
+    user, model = [(0, 2), (5.3, 5.7), (11, 13)], [(2.5, 5.4), (5.75, 10)]
+    assert [(t.start, t.end) for t in v2(user, model, (0, 15))] == [(0, 2), (11, 13)]
+    assert [(t.start, t.end) for t in v1(user, model, (0, 15))] == [(0, 2), (11, 13)]
     # words unbridged: gap-v1 drops every word that overlaps the model; gap-v2 keeps the one
     # that starts before the model does
     words = [(0.0, 0.3), (0.35, 0.6), (0.65, 0.9), (0.95, 1.2)]
@@ -142,12 +150,14 @@ def test_gap_v2_keeps_background_speech_out_of_the_turns():
     assert turns(offline.segment, alone) == turns(offline.segment, joined) == [(0, 2), (8.6, 10)]
 
 
-def test_gap_v2_keeps_an_interruption_that_pauses():
-    """The user cuts into the model's response with a few words (under 1 s), the model stops,
-    the user pauses and goes on (MTR-DuplexBench's I+P round): gap-v1 took the first words for a
-    backchannel and started the turn after the pause; gap-v2 starts it at the interruption."""
+@pytest.mark.parametrize("stop", [6.0, 6.3, 6.35])
+def test_gap_v2_keeps_an_interruption_that_pauses(stop):
+    """The user cuts into the model's response with a few words (under 1 s), the model stops
+    before them, with them or just after (under talkover_hold_s), the user pauses and goes on
+    (MTR-DuplexBench's I+P round): gap-v1 took the first words for a backchannel and started the
+    turn after the pause; gap-v2 starts it at the interruption."""
     user = [(0, 2), (5.5, 6.3), (7.8, 10)]
-    model = [(2.5, 6.0), (10.5, 12)]
+    model = [(2.5, stop), (10.5, 12)]
     v1 = offline.segment(user, model, (0, 15), rule="gap-v1")
     v2 = offline.segment(user, model, (0, 15))
     assert [(t.start, t.end) for t in v1] == [(0, 2), (7.8, 10)]
@@ -214,6 +224,9 @@ BAD = {
     "probs-short": ({"user": {"words": [{"text": "hi", "start": 1.0, "end": 2.0}], "duration_s": 10.0,
                               "vad_probs": {"window_s": 0.032, "threshold": 0.5, "values": [0.9] * 100}}},
                     "user.json: vad_probs cover 3.200 s (100 windows of 0.032 s), not the channel's duration_s 10.0 s"),
+    "probs-values": ({"user": {"words": [{"text": "hi", "start": 1.0, "end": 2.0}], "duration_s": 3.2,
+                               "vad_probs": {"window_s": 0.032, "threshold": 0.5, "values": [0.9] * 99 + [1.5]}}},
+                     "user.json: vad_probs values must be numbers from 0 to 1"),
     "too-short": ({"model": {"words": [{"text": "x", "start": 1, "end": 2}], "duration_s": 3.0},
                    "user": {"words": [{"text": "hi", "start": 1.0, "end": 5.0}], "duration_s": 3.0}},
                   "a turn ends at 5.0 s, after the dialogue end 3.0 s"),
@@ -253,6 +266,9 @@ def test_bad_inputs_one_line_naming_the_dialogue(tmp_path):
     ({"offline": {"backchannel_max_s": 0.8}},
      "offline setting(s) backchannel_max_s do not apply to rule gap-v2 (rule gap-v1 reads them)"),
     ({"offline": {"rule": "gap-v1", "backchannel_max_s": -1}}, "offline.backchannel_max_s must be a number of at least 0"),
+    ({"offline": {"rule": "gap-v1", "talkover_hold_s": 0.2}},
+     "offline setting(s) talkover_hold_s do not apply to rule gap-v1 (rule gap-v2 reads them)"),
+    ({"offline": {"talkover_pause_s": "long"}}, "offline.talkover_pause_s must be a number of at least 0"),
 ])
 def test_bad_settings_are_one_line(cfg, msg):
     from duplexeval_common.errors import DuplexEvalError

@@ -91,7 +91,10 @@ def read_channel(ctx: SampleContext, role: str) -> Channel:
         raise SampleError(ctx.id, f"{name}: duration_s must be a number >= 0, got {dur!r}")
     probs = obj.get("vad_probs")
     if probs is not None:
-        probs = Probs(float(probs["window_s"]), float(probs["threshold"]), tuple(float(v) for v in probs["values"]))
+        values = probs["values"]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in values):
+            raise SampleError(ctx.id, f"{name}: vad_probs values must be numbers from 0 to 1")
+        probs = Probs(float(probs["window_s"]), float(probs["threshold"]), tuple(float(v) for v in values))
         covered = len(probs.values) * probs.window_s
         if dur is not None and abs(covered - dur) > probs.window_s:
             raise SampleError(ctx.id, f"{name}: vad_probs cover {covered:.3f} s ({len(probs.values)} windows of "

@@ -11,13 +11,15 @@ phrase) are bridged, and then:
 1. Drop the user's speech that takes no turn.
    gap-v1: a user speech interval shorter than `backchannel_max_s` (1.0 s, the paper's
    backchannel length) that overlaps model speech is a backchannel: no turn and no boundary.
-   gap-v2: a user speech interval the model talks through, that is one model speech interval
-   starts at or before it and ends at or after it, takes no turn, whatever its length: a
-   backchannel, or background speech on the user channel inside a model response (another
-   voice, MTR-DuplexBench's B feature; gap-v1 took it for a turn, or joined it to the next
-   one). A user who cuts into the model's speech and outlasts it (an interruption, also one
-   whose first words stop for a pause) keeps the turn; gap-v1 dropped such a start when it was
-   shorter than 1 s. `backchannel_max_s` does not apply.
+   gap-v2: a user speech interval the model talks through takes no turn, whatever its length:
+   the model's speech, its pauses shorter than `talkover_pause_s` (0.5 s) bridged, runs from
+   at or before the interval's start to at least `talkover_hold_s` (0.1 s) after its end. That
+   is a backchannel (also one said into a short pause of the model), or background speech on
+   the user channel inside a model response (another voice, MTR-DuplexBench's B feature, which
+   gap-v1 took for a turn or joined to the next one). A user who cuts into the model's speech
+   and outlasts it (an interruption, also one whose first words stop for a pause) keeps the
+   turn; gap-v1 dropped such a start when it was shorter than 1 s. `backchannel_max_s` does not
+   apply.
 2. The remaining user intervals, in time order, are grouped into turns: the next interval
    starts a new turn when the silence before it is at least `max_gap_s` (2.5 s), or when the
    model responds in it: its speech intervals that reach into the gap last, from the gap's start
@@ -51,10 +53,11 @@ from .voting import DECIMALS, Turn
 RULES = ("gap-v1", "gap-v2")
 DEFAULT_RULE = "gap-v2"
 DEFAULTS = {"rule": DEFAULT_RULE, "speech_source": "auto", "min_silence_s": 0.3, "max_gap_s": 2.5,
-            "min_response_s": 1.0, "backchannel_max_s": 1.0}
+            "min_response_s": 1.0, "backchannel_max_s": 1.0, "talkover_pause_s": 0.5, "talkover_hold_s": 0.1}
 # the parameters each rule reads (the record lists these)
 PARAMETERS = {"gap-v1": ("speech_source", "min_silence_s", "max_gap_s", "min_response_s", "backchannel_max_s"),
-              "gap-v2": ("speech_source", "min_silence_s", "max_gap_s", "min_response_s")}
+              "gap-v2": ("speech_source", "min_silence_s", "max_gap_s", "min_response_s", "talkover_pause_s",
+                         "talkover_hold_s")}
 
 
 def defaults(rule: str = DEFAULT_RULE) -> dict:
@@ -65,7 +68,8 @@ def defaults(rule: str = DEFAULT_RULE) -> dict:
 def segment(user: list[tuple[float, float]], model: list[tuple[float, float]], span: tuple[float, float],
             min_silence_s: float = 0.3, max_gap_s: float = 2.5, min_response_s: float = 1.0,
             backchannel_max_s: float = 1.0, decimals: int = DECIMALS, rule: str = DEFAULT_RULE,
-            probs: Probs | None = None) -> list[Turn]:
+            probs: Probs | None = None, talkover_pause_s: float = 0.5,
+            talkover_hold_s: float = 0.1) -> list[Turn]:
     """Turns from the speech intervals of the user and the model (see the module). `probs`: the
     user channel's VAD probabilities, read by gap-v2 for the turn ends when `user` is that VAD's
     segments."""
@@ -76,7 +80,8 @@ def segment(user: list[tuple[float, float]], model: list[tuple[float, float]], s
         kept = [iv for iv in user
                 if not (iv[1] - iv[0] < backchannel_max_s and overlap(iv, model) > 0)]
     else:
-        kept = [iv for iv in user if not talked_over(iv, model)]
+        floor = bridge(model, talkover_pause_s)
+        kept = [iv for iv in user if not talked_over(iv, floor, talkover_hold_s)]
     groups: list[list[float]] = []    # [start, end, start of its last interval]
     for s, e in kept:
         if groups:
@@ -109,10 +114,11 @@ def response(gap: tuple[float, float], model: list[tuple[float, float]]) -> floa
     return sum(e - max(s, gap[0]) for s, e in model if s < gap[1] and e > gap[0])
 
 
-def talked_over(iv: tuple[float, float], model: list[tuple[float, float]]) -> bool:
-    """gap-v2: one model speech interval covers the whole user interval (the model speaks on
-    from before it starts to after it ends)."""
-    return any(s <= iv[0] and iv[1] <= e for s, e in model)
+def talked_over(iv: tuple[float, float], floor: list[tuple[float, float]], hold_s: float = 0.1) -> bool:
+    """gap-v2: one interval of the model's speech (`floor`: its pauses shorter than
+    talkover_pause_s bridged) runs from at or before the user interval's start to at least
+    hold_s after its end."""
+    return any(s <= iv[0] and iv[1] + hold_s <= e for s, e in floor)
 
 
 def speech_end(end: float, lo: float, probs: Probs) -> float:

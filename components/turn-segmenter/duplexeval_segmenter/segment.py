@@ -86,7 +86,9 @@ def segment_dialogue(ctx: SampleContext, state: State) -> dict:
         probs = user.probs if o["rule"] == "gap-v2" and u_src == "vad_segments" else None
         turns = offline.segment(us, ms, span, o["min_silence_s"], o["max_gap_s"], o["min_response_s"],
                                 o.get("backchannel_max_s", offline.DEFAULTS["backchannel_max_s"]),
-                                rule=o["rule"], probs=probs)
+                                rule=o["rule"], probs=probs,
+                                talkover_pause_s=o.get("talkover_pause_s", offline.DEFAULTS["talkover_pause_s"]),
+                                talkover_hold_s=o.get("talkover_hold_s", offline.DEFAULTS["talkover_hold_s"]))
         inputs["user"]["speech"], inputs["model"]["speech"] = u_src, m_src
         inputs["user"]["turn_ends"] = "vad_probs" if probs is not None else "speech"
         rec["llm"] = None

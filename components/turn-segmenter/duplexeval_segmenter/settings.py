@@ -20,7 +20,8 @@ Config keys (schemas/config-turn-segmenter.schema.json):
   dialogue_end_s   the dialogue's end (default: the channels' duration_s, the larger)
   max_word_gap_s   joining words into transcript lines when a channel has no segments (0.5)
   offline          {rule: gap-v2 (default) | gap-v1, speech_source: auto|vad|words, min_silence_s,
-                   max_gap_s, min_response_s, backchannel_max_s (gap-v1 only)}
+                   max_gap_s, min_response_s, talkover_pause_s and talkover_hold_s (gap-v2 only),
+                   backchannel_max_s (gap-v1 only)}
   workers          dialogues at once (1)
 """
 
@@ -145,7 +146,8 @@ def _check(s: dict) -> None:
     o = s["offline"]
     if o["speech_source"] not in SPEECH_SOURCES:
         bad("offline.speech_source", " or ".join(SPEECH_SOURCES))
-    for name in ("min_silence_s", "max_gap_s", "min_response_s", "backchannel_max_s"):
+    for name in ("min_silence_s", "max_gap_s", "min_response_s", "backchannel_max_s", "talkover_pause_s",
+                 "talkover_hold_s"):
         if name in o and not (finite(o[name]) and o[name] >= 0):
             bad(f"offline.{name}", "a number of at least 0")
     if not _int(s["workers"], 1):
