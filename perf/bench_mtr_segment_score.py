@@ -1,7 +1,7 @@
 """Benchmark: segmenting and scoring all 200 conversational-feature dialogues of mtr-synth from
 cached transcripts (issue 9's target: under 10 s on 2 cores).
 
-    python perf/bench_mtr_segment_score.py [--work DIR] [--repeat 3]
+    python perf/bench_mtr_segment_score.py [--work DIR] [--repeat 3] [--rule gap-v2|gap-v1]
 
 The transcripts stand for what the asr stages cached: each dialogue of benchmarks/mtr/datasets/mtr-synth's eight
 feature subsets is laid out by the dataset's own layout (duplexeval_mtr.dataset.layout.layout) with
@@ -15,8 +15,10 @@ writes them. They are written once, before the clock starts. Then, best of --rep
   score    `aggregator score --benchmark mtr` on the 200 dialogues' scoring tree (load, both columns, tables, writes)
 
 It also reports how many of the dialogues' user turns the segmenter found within 100 ms (start
-and end). The feature dialogues put background speech in the user channel inside the model's
-response, which the offline rule can take for a user turn, so this is a count, not a check.
+and end), with the offline rule of --rule (gap-v2, the default). The feature dialogues put
+background speech in the user channel inside the model's response, which gap-v1 takes for a user
+turn, so this is a count, not a check. These transcripts are modelled (no audio, no VAD); through
+the real ASR and VAD, perf/mtr_turn_segmentation.py measures the segmenter's errors.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from duplexeval_common.jsonio import atomic_write_text, dumps, read_json
 from duplexeval_segmenter.stage import make_stage
 from duplexeval_mtr.dataset import layout as mtr_layout
 from duplexeval_mtr.dataset import script as mtr_script
+from duplexeval_tts.voices import parse_specs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "mtr"
 SUBSETS = ("smooth_features", "interruption_features", "pause_features", "background_features",
            "mix_s_features", "mix_si_features", "mix_sip_features", "mix_sipb_features")
 WORD_S, LINE_S = 0.3, 0.2
@@ -61,7 +64,7 @@ def prepare(work: Path) -> dict:
     seg_in, tree = work / "asr", work / "tree"
     truth, n = {}, 0
     for subset in SUBSETS:
-        script = mtr_script.load(ROOT / "datasets" / "mtr-synth" / f"{subset}.json")
+        script = mtr_script.load(ROOT / "datasets" / "mtr-synth" / f"{subset}.json", parse_specs)
         for entry in script.dialogues:
             d = mtr_script.parse_dialogue(script, entry)
             durations = {p.key: WORD_S * len(p.text.split()) + LINE_S for p in mtr_layout.pieces(d)}
@@ -105,6 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rule", choices=("gap-v2", "gap-v1"), default="gap-v2")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="mtr-segscore-")) if args.work is None else args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -115,7 +119,8 @@ def main() -> None:
     for i in range(args.repeat):
         out = work / f"segment-{i}"
         t = time.perf_counter()
-        rc = make_stage({}).run([work / "asr"], out, {})
+        config = {"offline": {"rule": args.rule}}
+        rc = make_stage(config).run([work / "asr"], out, config)
         seg_times.append(time.perf_counter() - t)
         assert rc == 0, f"segmenter exit {rc}"
         t = time.perf_counter()
@@ -127,7 +132,7 @@ def main() -> None:
         score_times.append(time.perf_counter() - t)
     hit, total = found_within(prep["truth"], work / "segment-0")
     rounds = sum(s["rounds_observed"] for s in metrics["subsets"].values())
-    result = {"dialogues": prep["dialogues"], "rounds": rounds, "prepare_s": round(prep_s, 2),
+    result = {"rule": args.rule, "dialogues": prep["dialogues"], "rounds": rounds, "prepare_s": round(prep_s, 2),
               "segment_s": round(min(seg_times), 2), "score_s": round(min(score_times), 2),
               "segment_and_score_s": round(min(seg_times) + min(score_times), 2),
               "user_turns_found_within_100ms": f"{hit}/{total}"}

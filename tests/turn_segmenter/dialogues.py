@@ -6,6 +6,12 @@ pauses of 0.4-1.6 s (sometimes with a short model backchannel inside one), then 
 sometimes the next user turn starts while the model is still talking (an interruption: the
 model stops 0.5-1 s later). Words are 0.2-0.4 s with 0.05 s gaps; VAD segments are the
 fragments padded by 30 ms. The truth is each turn's first fragment start and last fragment end.
+
+With `probs`, each channel also has `vad_probs` as Silero gives them, modelled: 1.0 in every
+0.032 s window that holds speech, then 0.9, 0.6 and 0.3 in the next three (the model's lag
+after the speech ends, a slow case), 0.01 elsewhere; and its `vad_segments` are what Silero
+makes of those probabilities (duplexeval_common.vad.segments_from_probs: threshold 0.5, lower
+threshold 0.35, 30 ms pad), so they end 94-126 ms after the speech.
 """
 
 from __future__ import annotations
@@ -32,7 +38,29 @@ def _words(rng: random.Random, start: float, end: float, last_stop: bool) -> lis
     return out
 
 
-def dialogue(seed: int, rounds: int = 10, start: float | None = None) -> dict:
+WINDOW_S = 512 / 16000
+
+
+def vad_of(frags: list[tuple[float, float]], duration: float) -> tuple[dict, list[dict]]:
+    """(vad_probs, vad_segments) of speech at `frags` (see the module)."""
+    from duplexeval_common.vad import segments_from_probs
+    n = int(round(duration * 16000))
+    windows = -(-n // 512)
+    values = [0.01] * windows
+    for s, e in frags:
+        first, last = int(s // WINDOW_S), min(windows - 1, int(e // WINDOW_S))
+        for j in range(first, last + 1):
+            values[j] = 1.0
+        for j, p in ((last + 1, 0.9), (last + 2, 0.6), (last + 3, 0.3)):
+            if j < windows and values[j] < p:
+                values[j] = p
+    segs = segments_from_probs(values, n, threshold=0.5, min_speech_duration_ms=250,
+                               min_silence_duration_ms=100, speech_pad_ms=30)
+    return ({"window_s": WINDOW_S, "threshold": 0.5, "values": values},
+            [{"start": round(x["start"] / 16000, 3), "end": round(x["end"] / 16000, 3)} for x in segs])
+
+
+def dialogue(seed: int, rounds: int = 10, start: float | None = None, probs: bool = False) -> dict:
     """{"user": user.json, "model": model.json, "turns": [(start, end)], "duration": s}; the
     first user turn starts at 1 s + (seed mod 50) x 0.1 s unless `start` is given."""
     start = 1.0 + (seed % 50) * 0.1 if start is None else start
@@ -71,10 +99,13 @@ def dialogue(seed: int, rounds: int = 10, start: float | None = None) -> dict:
     def channel(frags, role):
         frags = sorted(frags)
         words = [w for s, e, bc in frags for w in _words(rng, s, e, not bc)]
-        return {"role": role, "channel": "left" if role == "user" else "right", "duration_s": duration,
-                "words": words,
-                "vad_segments": [{"start": round(max(0.0, s - 0.03), 3), "end": round(e + 0.03, 3)}
-                                 for s, e, _ in frags]}
+        out = {"role": role, "channel": "left" if role == "user" else "right", "duration_s": duration,
+               "words": words,
+               "vad_segments": [{"start": round(max(0.0, s - 0.03), 3), "end": round(e + 0.03, 3)}
+                                for s, e, _ in frags]}
+        if probs:
+            out["vad_probs"], out["vad_segments"] = vad_of([(s, e) for s, e, _ in frags], duration)
+        return out
     return {"user": channel(user_frags, "user"), "model": channel(model_frags, "model"),
             "turns": truth, "duration": duration}
 

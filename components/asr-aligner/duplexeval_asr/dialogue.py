@@ -10,6 +10,13 @@ schemas/turn-segmenter-channel.schema.json, which the turn-segmenter reads:
   offset_s = 0, language, channel "left"/"right", words with their `no_speech` flag);
 - `role` ("user"/"model"), `duration_s` (the channel's length), `vad_segments` (Silero VAD of
   that channel, exactly as vad.json's segments) and `vad` (the VAD model, its hash, settings);
+- `vad_probs` {window_s, threshold, values}: the speech probability Silero gave each window of
+  512 samples (0.032 s; the last one zero-padded), rounded to 3 decimals, from the same pass of
+  the model as vad_segments, and the threshold those segments used. Silero ends a segment at
+  the first window below its lower threshold (0.35), after the probability has decayed for a
+  window or more past the speech, and pads it by 30 ms, so a segment ends 25-140 ms after the
+  speech (mtr-mini's dialogue-quality dialogue); the probabilities let the turn-segmenter place a
+  turn's end closer (its offline rule gap-v2);
 - `segments` [{start, end, text}]: the ASR's own segments when the backend gives them
   (backends.words_and_segments: faster-whisper, whisper-timestamped, stable-ts); else absent.
   A segment is split where two of its words lie more than `segments_split_gap_s` (1.0 s,
@@ -32,7 +39,7 @@ from duplexeval_common.stage import SampleContext
 
 from .align import shift, transcript_record
 from .backends import ASR_RATE, Backend, Segment, words_and_segments
-from .vad import SileroVad, vad_record
+from .vad import WINDOW, SileroVad, vad_record
 
 DIALOGUE_FILE = "dialogue.wav"
 # (file stem, channel index, what transcript.json calls the channel)
@@ -40,6 +47,7 @@ ROLES = (("user", 0, "left"), ("model", 1, "right"))
 CHANNEL_SCHEMA = "turn-segmenter-channel"
 SPLIT_GAP_S = 1.0
 _ROUND = 6
+PROB_DECIMALS = 3
 
 
 def dialogue_samples(inputs: Inputs, _config: dict | None = None) -> list[Sample]:
@@ -72,7 +80,7 @@ def split_segments(segments: list[Segment], gap_s: float = SPLIT_GAP_S) -> list[
     return out
 
 
-def channel_record(backend: Backend, vad: SileroVad, audio16: np.ndarray, role: str,
+def channel_record(backend: Backend, vad_model: SileroVad, audio16: np.ndarray, role: str,
                    side: str) -> dict:
     """user.json / model.json of one channel (16 kHz mono samples of the dialogue)."""
     if np.any(audio16):
@@ -81,13 +89,16 @@ def channel_record(backend: Backend, vad: SileroVad, audio16: np.ndarray, role: 
         words = []
         segments = [] if hasattr(backend, "transcribe_segments") else None
     words = shift(words, 0.0)  # the same rounding as transcript.json's words
-    vad = vad_record(vad, audio16, side)
+    segs, probs = vad_model.segments_and_probs(audio16)
+    vad = vad_record(vad_model, audio16, side, segments=segs)
     spans = [(s["start"], s["end"]) for s in vad["segments"]]
     record = transcript_record(backend, words, 0.0, side, spans)
     record["role"] = role
     record["duration_s"] = vad["duration_s"]
     record["vad_segments"] = vad["segments"]
     record["vad"] = {k: vad[k] for k in ("model", "model_sha256", "settings")}
+    record["vad_probs"] = {"window_s": round(WINDOW / ASR_RATE, 6), "threshold": vad_model.settings["threshold"],
+                           "values": [round(float(p), PROB_DECIMALS) for p in probs]}
     if segments is not None:
         record["segments"] = [{"start": round(s.start, _ROUND), "end": round(s.end, _ROUND), "text": s.text}
                               for s in split_segments(segments)]

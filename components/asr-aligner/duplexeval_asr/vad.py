@@ -35,6 +35,7 @@ SETTINGS = Spec(
     Setting("speech_pad_ms", int, 30, "padding added to each side of a segment, in ms", ge=0))
 DEFAULTS = SETTINGS.defaults()
 _ROUND = 3  # ms: segment bounds are multiples of one sample at 16 kHz anyway
+WINDOW = 512  # samples per speech probability at 16 kHz (silero's window)
 
 
 def settings(overrides: dict | None = None) -> dict:
@@ -85,6 +86,30 @@ class SileroVad:
                            sampling_rate=ASR_RATE, return_seconds=False, **self.settings)
         return [(round(t["start"] / ASR_RATE, _ROUND), round(t["end"] / ASR_RATE, _ROUND)) for t in ts]
 
+    def segments_and_probs(self, audio: np.ndarray) -> tuple[list[tuple[float, float]], np.ndarray]:
+        """`segments(audio)` and the speech probability of each WINDOW-sample window (the last one
+        zero-padded), from one pass of the model: silero's get_speech_timestamps is exactly this
+        loop (reset, each window through the model) followed by get_speech_timestamps_from_probs,
+        so the segments are the same as `segments` gives."""
+        if len(audio) < 512 or not np.any(audio):
+            return [], np.zeros(-(-len(audio) // WINDOW), dtype=np.float32)
+        import torch
+        import silero_vad.utils_vad as utils
+        model = self._load()
+        model.reset_states()
+        x = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
+        probs = np.empty(-(-len(x) // WINDOW), dtype=np.float32)
+        with torch.no_grad():
+            for j, i in enumerate(range(0, len(x), WINDOW)):
+                chunk = x[i:i + WINDOW]
+                if len(chunk) < WINDOW:
+                    chunk = torch.nn.functional.pad(chunk, (0, WINDOW - len(chunk)))
+                probs[j] = model(chunk, ASR_RATE).item()
+        ts = utils.get_speech_timestamps_from_probs([float(p) for p in probs], sampling_rate=ASR_RATE,
+                                                    return_seconds=False, audio_length_samples=len(x),
+                                                    **self.settings)
+        return [(round(t["start"] / ASR_RATE, _ROUND), round(t["end"] / ASR_RATE, _ROUND)) for t in ts], probs
+
 
 @lru_cache(maxsize=None)
 def _model_sha256(path: str) -> str:
@@ -92,10 +117,11 @@ def _model_sha256(path: str) -> str:
 
 
 def vad_record(vad: SileroVad, audio: np.ndarray, channel: str, offset: float | None = None,
-               total: int | None = None) -> dict:
+               total: int | None = None, segments: list[tuple[float, float]] | None = None) -> dict:
     """vad.json of `audio`. A crop (MTR rounds): `audio` starts `offset` seconds into a file of
     `total` samples; the segments are shifted by offset (the file's timeline), duration_s is
-    the whole file's and offset_s is recorded."""
+    the whole file's and offset_s is recorded. `segments`: vad.segments(audio) when the caller
+    has them already (segments_and_probs)."""
     head = vad.record_head()
     head["settings"] = {**head["settings"], "channel": channel}
     shift = offset or 0.0
@@ -103,7 +129,7 @@ def vad_record(vad: SileroVad, audio: np.ndarray, channel: str, offset: float | 
     if offset is not None:
         record["offset_s"] = offset
     record["segments"] = [{"start": round(s + shift, 6), "end": round(e + shift, 6)}
-                          for s, e in vad.segments(audio)]
+                          for s, e in (vad.segments(audio) if segments is None else segments)]
     return record
 
 

@@ -9,6 +9,8 @@ dialogue), optionally with
                  LLM's transcript when given (else made from the words, see `asr_segments`)
   vad_segments   speech [{start, end}] of that channel (vad.json's segments)
   duration_s     the channel's length (the dialogue's end, for the last response window)
+  vad_probs      {window_s, threshold, values}: the VAD's speech probability per window (the
+                 asr-aligner's dialogue mode), which the offline rule gap-v2 reads for turn ends
 A word with a null end counts as a point at its start.
 """
 
@@ -34,6 +36,15 @@ class Segment:
     text: str
 
 
+@dataclass(frozen=True)
+class Probs:
+    """The VAD's speech probability per window of a channel (vad_probs): window k spans
+    [k window_s, (k + 1) window_s); threshold is the one its segments used."""
+    window_s: float
+    threshold: float
+    values: tuple[float, ...]
+
+
 @dataclass
 class Channel:
     role: str
@@ -43,6 +54,7 @@ class Channel:
     segments: list[Segment] | None  # as given, time-sorted (stable); None when absent
     vad: list[tuple[float, float]] | None
     duration_s: float | None
+    probs: Probs | None = None      # vad_probs, when given
 
 
 def _spans(rows: list, what: str, key: str, need_text: bool, allow_null_end: bool) -> list[Segment]:
@@ -77,8 +89,18 @@ def read_channel(ctx: SampleContext, role: str) -> Channel:
     dur = obj.get("duration_s")
     if dur is not None and (not finite(dur) or dur < 0):
         raise SampleError(ctx.id, f"{name}: duration_s must be a number >= 0, got {dur!r}")
+    probs = obj.get("vad_probs")
+    if probs is not None:
+        values = probs["values"]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in values):
+            raise SampleError(ctx.id, f"{name}: vad_probs values must be numbers from 0 to 1")
+        probs = Probs(float(probs["window_s"]), float(probs["threshold"]), tuple(float(v) for v in values))
+        covered = len(probs.values) * probs.window_s
+        if dur is not None and abs(covered - dur) > probs.window_s:
+            raise SampleError(ctx.id, f"{name}: vad_probs cover {covered:.3f} s ({len(probs.values)} windows of "
+                                      f"{probs.window_s} s), not the channel's duration_s {dur} s")
     return Channel(role, name, sha256_file(ctx.input_path(name)), words, segments, vad_spans,
-                   None if dur is None else float(dur))
+                   None if dur is None else float(dur), probs)
 
 
 def asr_segments(ch: Channel, max_word_gap_s: float) -> tuple[list[Segment], str]:

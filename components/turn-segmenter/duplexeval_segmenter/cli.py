@@ -11,7 +11,8 @@ from .stage import make_stage
 SEGMENTERS = Registry("segmenter", pins="duplexeval_segmenter")
 SEGMENTERS.add("offline", "duplexeval_segmenter.offline:segment",
                "deterministic: user speech merged across short gaps, split where the model responds "
-               "(rule gap-v1; the default without an llm setting)")
+               "and talked-over speech left out, turn ends from the VAD's probabilities (rule gap-v2; gap-v1 the rule "
+               "before it; the default without an llm setting)")
 SEGMENTERS.add("llm", "duplexeval_segmenter.llm:run",
                "the paper's Algorithm 1: 6 LLM segmentations (the benchmark's segmentation prompt, e.g. "
                "MTR-DuplexBench's), IoU>=0.3 clustering, median boundaries, >=2 votes, overlaps merged")

@@ -83,11 +83,16 @@ def segment_dialogue(ctx: SampleContext, state: State) -> dict:
         o = s["offline"]
         us, u_src = channels.speech(user, o["speech_source"], key)
         ms, m_src = channels.speech(model, o["speech_source"], key)
+        probs = user.probs if o["rule"] == "gap-v2" and u_src == "vad_segments" else None
         turns = offline.segment(us, ms, span, o["min_silence_s"], o["max_gap_s"], o["min_response_s"],
-                                o["backchannel_max_s"])
+                                o.get("backchannel_max_s", offline.DEFAULTS["backchannel_max_s"]),
+                                rule=o["rule"], probs=probs,
+                                talkover_pause_s=o.get("talkover_pause_s", offline.DEFAULTS["talkover_pause_s"]),
+                                talkover_hold_s=o.get("talkover_hold_s", offline.DEFAULTS["talkover_hold_s"]))
         inputs["user"]["speech"], inputs["model"]["speech"] = u_src, m_src
+        inputs["user"]["turn_ends"] = "vad_probs" if probs is not None else "speech"
         rec["llm"] = None
-        rec["offline"] = {"rule": offline.RULE, "parameters": dict(o)}
+        rec["offline"] = {"rule": o["rule"], "parameters": {k: v for k, v in o.items() if k != "rule"}}
     if not turns:
         raise SampleError(key, f"no user turn found in [{span[0]}, {span[1]}] s ({s['segmenter']} segmenter)")
     if turns[-1].end > end + 0.01:

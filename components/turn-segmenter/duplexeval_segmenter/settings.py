@@ -19,8 +19,9 @@ Config keys (schemas/config-turn-segmenter.schema.json):
                    (0 and the dialogue end)
   dialogue_end_s   the dialogue's end (default: the channels' duration_s, the larger)
   max_word_gap_s   joining words into transcript lines when a channel has no segments (0.5)
-  offline          {speech_source: auto|vad|words, min_silence_s, max_gap_s, min_response_s,
-                   backchannel_max_s}
+  offline          {rule: gap-v2 (default) | gap-v1, speech_source: auto|vad|words, min_silence_s,
+                   max_gap_s, min_response_s, talkover_pause_s and talkover_hold_s (gap-v2 only),
+                   backchannel_max_s (gap-v1 only)}
   workers          dialogues at once (1)
 """
 
@@ -64,7 +65,7 @@ def resolve(config: dict) -> dict:
         "span_end_s": c.get("span_end_s"),
         "dialogue_end_s": c.get("dialogue_end_s"),
         "max_word_gap_s": c.get("max_word_gap_s", 0.5),
-        "offline": {**offline.DEFAULTS, **(c.get("offline") or {})},
+        "offline": _offline(c.get("offline")),
         "workers": c.get("workers", 1),
         "mode": mode,
     }
@@ -75,6 +76,27 @@ def resolve(config: dict) -> dict:
         out["llm"] = {"backend": c["llm"].get("backend", "openai"), "args": dict(c["llm"].get("args") or {})}
     _check(out)
     return out
+
+
+def _offline(given: object) -> dict:
+    """The offline settings: the rule and the parameters it reads, defaults filled in."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise DuplexEvalError(f"turn-segmenter: offline must be an object, got {given!r}")
+    unknown = sorted(set(given) - set(offline.DEFAULTS))
+    if unknown:
+        raise DuplexEvalError(f"turn-segmenter: unknown offline setting(s) {', '.join(unknown)} "
+                              f"(known: {', '.join(sorted(offline.DEFAULTS))})")
+    rule = given.get("rule", offline.DEFAULT_RULE)
+    if rule not in offline.RULES:
+        raise DuplexEvalError(f"turn-segmenter: offline.rule must be {' or '.join(offline.RULES)}, got {rule!r}")
+    extra = sorted(set(given) - {"rule", *offline.PARAMETERS[rule]})
+    if extra:
+        others = [r for r in offline.RULES if set(extra) <= set(offline.PARAMETERS[r])]
+        raise DuplexEvalError(f"turn-segmenter: offline setting(s) {', '.join(extra)} do not apply to rule {rule}"
+                              + (f" (rule {others[0]} reads them)" if others else ""))
+    return {"rule": rule, **{k: given.get(k, offline.DEFAULTS[k]) for k in offline.PARAMETERS[rule]}}
 
 
 def resolve_samples(c: dict) -> dict:
@@ -122,14 +144,11 @@ def _check(s: dict) -> None:
     if s["span_end_s"] is not None and s["span_end_s"] <= s["span_start_s"]:
         bad("span_end_s", f"above span_start_s ({s['span_start_s']})")
     o = s["offline"]
-    unknown = sorted(set(o) - set(offline.DEFAULTS))
-    if unknown:
-        raise DuplexEvalError(f"turn-segmenter: unknown offline setting(s) {', '.join(unknown)} "
-                              f"(known: {', '.join(sorted(offline.DEFAULTS))})")
     if o["speech_source"] not in SPEECH_SOURCES:
         bad("offline.speech_source", " or ".join(SPEECH_SOURCES))
-    for name in ("min_silence_s", "max_gap_s", "min_response_s", "backchannel_max_s"):
-        if not (finite(o[name]) and o[name] >= 0):
+    for name in ("min_silence_s", "max_gap_s", "min_response_s", "backchannel_max_s", "talkover_pause_s",
+                 "talkover_hold_s"):
+        if name in o and not (finite(o[name]) and o[name] >= 0):
             bad(f"offline.{name}", "a number of at least 0")
     if not _int(s["workers"], 1):
         bad("workers", "an integer of at least 1")

@@ -194,6 +194,35 @@ def test_dialogue_vad_segments_cover_the_words(dialogue):
             assert w["no_speech"] is False
 
 
+def test_dialogue_vad_probs_are_the_segments_probabilities(dialogue):
+    """vad_probs: one probability per 512-sample window, from the pass that made vad_segments:
+    Silero's rule (duplexeval_common.vad.segments_from_probs, equal to silero's own) on them
+    gives vad_segments back."""
+    from duplexeval_common.vad import segments_from_probs
+    for role in ("user", "model"):
+        obj = dialogue[role]
+        p = obj["vad_probs"]
+        assert p["window_s"] == 0.032 and p["threshold"] == obj["vad"]["settings"]["threshold"] == 0.5
+        assert len(p["values"]) == -(-dialogue["n"] // 512)
+        assert all(v == round(v, 3) and 0 <= v <= 1 for v in p["values"])
+        segs = segments_from_probs(p["values"], dialogue["n"], threshold=0.5, min_speech_duration_ms=250,
+                                   min_silence_duration_ms=100, speech_pad_ms=30)
+        assert [(round(x["start"] / SR, 3), round(x["end"] / SR, 3)) for x in segs] == \
+            [(x["start"], x["end"]) for x in obj["vad_segments"]]
+
+
+def test_segments_and_probs_is_one_pass_of_segments():
+    from duplexeval_asr.vad import SileroVad
+    vad = SileroVad()
+    audio = place(6.0, (0.5, phrase_audio(WEATHER)), (3.5, phrase_audio(THANKS)))
+    segs, probs = vad.segments_and_probs(audio)
+    assert segs == vad.segments(audio) and len(segs) == 2
+    assert probs.dtype == np.float32 and len(probs) == -(-len(audio) // 512)
+    assert probs[int(1.0 * SR) // 512] > 0.5 > probs[int(3.0 * SR) // 512]
+    segs, probs = vad.segments_and_probs(zeros(1.0))
+    assert segs == [] and len(probs) == 32 and not probs.any()
+
+
 def test_dialogue_segments_do_not_span_the_other_partys_turn(dialogue):
     user = dialogue["user"]
     assert user["segments_split_gap_s"] == 1.0
