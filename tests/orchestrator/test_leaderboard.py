@@ -45,17 +45,21 @@ def test_rows_from_the_archives(scored_runs, lb):  # noqa: F811
     assert (fixed["dataset"], fixed["runtime"], fixed["run_id"]) == ("fdb-mini", "local", scored_runs["fixed"])
     assert (fixed["samples"], fixed["eligible"]) == (6, 6) and fixed["archive"] == "../arch/fixed.tar.zst"
     m = _metrics(scored_runs["home"], scored_runs["fixed"])
-    for subset, s in fixed["subsets"].items():
+    for subset, s in fixed["subsets"].items():  # each headline metric, read where the declaration says
         want = m["subsets"][subset]
-        for k, v in s["official"].items():
-            assert v == want["official"][k]
-        for k, u in s["unified"].items():
-            assert (u["value"], u["interval"]) == (want["unified"][k]["value"], want["unified"][k]["interval"])
-    tt = fixed["subsets"]["synthetic_turn_taking"]
-    assert list(tt["official"]) == ["tor", "latency"]
-    assert list(tt["unified"]) == ["response_rate_2s", "response_latency_s"]
-    assert list(fixed["subsets"]["synthetic_pause_handling"]["unified"]) == ["pause_intrusion_rate"]
-    assert rows[1]["subsets"]["synthetic_pause_handling"]["unified"]["pause_intrusion_rate"]["value"] == 0.0
+        for label, h in s["headline"].items():
+            metric, column = label[:-1].split(" (")
+            node = want[column][metric]
+            if column == "official":
+                assert h["value"] == node, (subset, label)
+            else:
+                assert (h["value"], h["interval"]) == (node["value"], node["interval"]), (subset, label)
+    tt = fixed["subsets"]["synthetic_turn_taking"]["headline"]
+    assert list(tt) == ["tor (official)", "latency (official)", "response_rate_2s (unified)",
+                        "response_latency_s (unified)"]
+    assert list(fixed["subsets"]["synthetic_pause_handling"]["headline"]) == ["tor (official)",
+                                                                              "pause_intrusion_rate (unified)"]
+    assert rows[1]["subsets"]["synthetic_pause_handling"]["headline"]["pause_intrusion_rate (unified)"]["value"] == 0.0
 
 
 def test_cli_prints_writes_and_links(scored_runs, lb, monkeypatch):  # noqa: F811

@@ -123,7 +123,7 @@ def test_rerun_is_cached_and_the_tree_rescores_to_the_same_bytes(home, silence, 
     r, run, _, _ = evaluate(home, "--model", "silence")
     assert r.returncode == 0 and all(s["cached"] for s in run["stages"])
     out = tmp_path / "rescored"
-    s = subprocess.run([command("aggregator"), "mtr", "--tree", str(stages["aggregate"] / "tree"), "--out", str(out)],
+    s = subprocess.run([command("aggregator"), "score", "--benchmark", "mtr", "--tree", str(stages["aggregate"] / "tree"), "--out", str(out)],
                        capture_output=True, text=True)
     assert s.returncode == 0, s.stderr
     for name in ("metrics.json", "rounds.jsonl", "report.md"):

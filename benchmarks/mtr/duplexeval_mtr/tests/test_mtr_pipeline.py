@@ -307,7 +307,7 @@ def test_report_tables(scored):
 
 
 def test_rescoring_the_tree_gives_the_same_bytes(scored, tmp_path):
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(scored["out"] / "tree"), "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(scored["out"] / "tree"), "--out", str(tmp_path / "x")])
     assert res.exit_code == 1, res.output                  # invalid dialogues are listed: exit 1
     assert "invalid: smooth_features/s3: " in res.output
     for name in OUTPUTS:
@@ -328,7 +328,7 @@ def test_stage_is_deterministic_and_rerun_replaces_the_tree(scored, tmp_path):
 
 
 def test_strict_rescore_stops_at_a_recorded_invalid_dialogue(scored, tmp_path):
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(scored["out"] / "tree"), "--out",
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(scored["out"] / "tree"), "--out",
                                     str(tmp_path / "x"), "--strict"])
     assert res.exit_code == 2 and res.output.startswith("error: smooth_features/s3: ")
     assert not (tmp_path / "x").exists()
@@ -345,7 +345,7 @@ def test_bad_coverage_file_stops_the_rescore(scored, tmp_path, content, message)
     tree = tmp_path / "tree"
     shutil.copytree(scored["out"] / "tree", tree)
     (tree / "coverage.json").write_text(content)
-    res = CliRunner().invoke(main, ["mtr", "--tree", str(tree), "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(main, ["score", "--benchmark", "mtr", "--tree", str(tree), "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and message in res.output and len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
 

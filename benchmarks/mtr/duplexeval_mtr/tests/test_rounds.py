@@ -31,7 +31,7 @@ from tests.turn_segmenter.helpers import boundaries_within
 
 SR = 16000
 DQ = "synthetic_dialogue_quality"
-ROUNDS = {"mode": "rounds"}
+ROUNDS = {"benchmark": "mtr", "mode": "samples"}
 
 
 def stereo(d: dict, seed: int) -> np.ndarray:
