@@ -1,4 +1,4 @@
-"""The turn-segmenter's mode `rounds`: dialogue-quality round samples cut from constructed
+"""The turn-segmenter's mode `samples` (MTR's `segment` hook): dialogue-quality round samples cut from constructed
 two-channel dialogues (tests/turn_segmenter/dialogues.py: known user and model speech; the
 audio is a tone over each speech span on top of a low deterministic noise, so every sample of
 both channels is known and almost none is zero). The segment stage (offline rule) runs on the
@@ -60,7 +60,8 @@ def build(root: Path, dialogues: dict[str, dict], extra_rows: list[dict] | None 
         folder.mkdir(parents=True, exist_ok=True)
         sf.write(str(folder / "dialogue.wav"), stereo(d, i), SR, subtype="PCM_16")
         rows.append({"subset": sub, "id": did, "task": "dialogue_quality", "duration_s": d["duration"],
-                     "files": {"dialogue.wav": sha256_file(folder / "dialogue.wav")}, "mtr": "dialogue"})
+                     "files": {"dialogue.wav": sha256_file(folder / "dialogue.wav")}, "kind": "dialogue",
+                     "group": did})
     (ds / "manifest.json").write_text(json.dumps({"dataset": "mtr-mini", "version": "v1", "source": {"x": 1},
                                                   "samples": rows}))
     asr_d = {k: ({**d, "user": {**d["user"], "words": [], "vad_segments": []}} if k in broken else d)
@@ -76,7 +77,8 @@ def features_round(ds: Path, sid: str = "f1-r01") -> dict:
     sf.write(str(folder / "input.wav"), np.ones(SR, dtype=np.int16), SR, subtype="PCM_16")
     (folder / "round.json").write_text("{}")
     return {"subset": "smooth_features", "id": sid, "task": "features", "duration_s": 1.0,
-            "files": {"input.wav": sha256_file(folder / "input.wav")}, "mtr": "round"}
+            "files": {"input.wav": sha256_file(folder / "input.wav")}, "kind": "round",
+            "group": sid.split("-r")[0]}
 
 
 def run(inputs: list[Path], out: Path, config: dict) -> int:
@@ -296,7 +298,7 @@ def test_hostile_names_cannot_escape(tmp_path):
     before = sorted(p for p in tmp_path.rglob("*"))
     for bad in ("../../escape", "a/b", ".hidden", "..", "x\ny"):
         (ds / "manifest.json").write_text(json.dumps({**man, "samples": man["samples"] + [
-            {"subset": DQ, "id": bad, "task": "dialogue_quality", "mtr": "dialogue"}]}))
+            {"subset": DQ, "id": bad, "task": "dialogue_quality", "kind": "dialogue"}]}))
         with pytest.raises(DuplexEvalError, match="sample id"):
             make_stage(ROUNDS).run([ds, asr, seg], tmp_path / "out", ROUNDS)
         assert sorted(p for p in tmp_path.rglob("*")) == before  # the stage stopped before writing
@@ -313,10 +315,11 @@ def test_hostile_names_cannot_escape(tmp_path):
 
 
 @pytest.mark.parametrize("cfg, msg", [
-    ({"mode": "chunks"}, "mode must be"),
-    ({"mode": "rounds", "segmenter": "offline"}, "mode rounds takes only"),
-    ({"mode": "rounds", "max_word_gap_s": -1}, "max_word_gap_s"),
-    ({"mode": "rounds", "workers": 0}, "workers"),
+    ({**ROUNDS, "mode": "chunks"}, "mode must be"),
+    ({**ROUNDS, "segmenter": "offline"}, "mode samples takes only"),
+    ({**ROUNDS, "max_word_gap_s": -1}, "max_word_gap_s"),
+    ({**ROUNDS, "workers": 0}, "workers"),
+    ({"mode": "samples"}, "`benchmark` is missing"),
 ])
 def test_bad_rounds_settings_are_one_line(cfg, msg):
     with pytest.raises(DuplexEvalError, match=msg) as e:
@@ -381,7 +384,7 @@ def test_the_command_runs_rounds_on_three_inputs(tmp_path):
     assert [x for x in r.stderr.splitlines() if "d2" in x and "no round samples" in x] != []
     man = read_json(tmp_path / "out" / "manifest.json")
     assert [x["id"] for x in man["samples"]] == ["d1-r01", "d1-r02"]
-    cfg.write_text(json.dumps({"mode": "rounds", "runs": 3}))
+    cfg.write_text(json.dumps({**ROUNDS, "runs": 3}))
     r = subprocess.run([command("turn-segmenter"), "check", "--config", str(cfg)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "runs" in r.stderr
@@ -391,7 +394,7 @@ def test_no_dialogues_the_manifest_lists_the_dataset_rounds_alone(tmp_path):
     ds, asr = build(tmp_path, {})
     rows = [features_round(ds, "f2-r01"), features_round(ds, "f10-r01"),
             {"subset": "smooth_safety", "id": "s1-r01", "task": "safety", "status": "failed", "reason": "tts",
-             "mtr": "round"}]
+             "kind": "round", "group": "s1"}]
     (ds / "manifest.json").write_text(json.dumps({"dataset": "mtr-mini", "samples": rows}))
     asr.mkdir(parents=True, exist_ok=True)
     assert run([ds, asr], tmp_path / "out", ROUNDS) == 0
