@@ -13,7 +13,7 @@ from duplexeval_mtr import judging as mtr
 
 from .conftest import prompt, prompt_sets
 
-IDS = ["fdb-v1-interruption", "mtr-dialogue-quality", "mtr-instruction-following", "mtr-safety",
+IDS = ["fdb-v1-interruption", "fdb-v1.5-behaviour", "mtr-dialogue-quality", "mtr-instruction-following", "mtr-safety",
        "mtr-turn-segmentation"]
 
 

@@ -400,9 +400,9 @@ def test_a_read_only_cache_never_decides_a_result(home, tmp_path):
     scratch, note = cache_for_run(blocker / "cache")
     assert scratch is not None and scratch.is_dir() and "cannot be written" in note
     # a run with that cache: the aggregate stage computes (a new aggregate key: no judge -> official-gpt is
-    # not needed; an --official-revision other than the default makes the aggregate stage run again)
+    # not needed; an official_revision other than the default makes the aggregate stage run again)
     r = dx(home, "eval", "--model", "fixed-latency", "--judge", "none", "--limit", "1", *SUBSET_ARGS,
-           "--official-revision", "bb59575", env=_env(home, DUPLEXEVAL_CACHE=str(blocker / "cache")))
+           "--benchmark-arg", "official_revision=bb59575", env=_env(home, DUPLEXEVAL_CACHE=str(blocker / "cache")))
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"note: the cache {blocker / 'cache'} cannot be written" in r.stderr
     run = read_json(home / "runs" / "latest" / "run.json")

@@ -110,7 +110,8 @@ def test_official_and_unified_values(scored):
     assert tt["unified"]["early_start_rate"]["count"] == 1
     assert tt["unified"]["response_latency_s"]["value"] == 0.5
     ui = m["synthetic_user_interruption"]
-    assert ui["official"]["tor"] == 0.5 and ui["official"]["rating"] is None
+    # no judge.json, but the tree holds rating.json files (as upstream's example data does): read
+    assert ui["official"]["tor"] == 0.5 and ui["official"]["rating"] == 4.0
     assert ui["counts"]["outcomes"] == {"not_exercised": 1, "speaking_at_end": 0, "response": 1,
                                         "no_response": 0}
     assert ui["unified"]["response_latency_s"]["value"] == pytest.approx(0.6, abs=1e-6)

@@ -27,7 +27,7 @@ from duplexeval_tts import voices as voicemix
 from duplexeval_fdb_v1.dataset.compose import BIN_S, backchannel_gt
 from duplexeval_fdb_v1.dataset.stage import DatasetStage
 from duplexeval_tts.cli import make_stage
-from duplexeval_tts.synth import SYNTH
+from duplexeval_tts.synth import SYNTH as ENGINES
 from duplexeval_fdb_v1.dataset.scripts import load_scripts, parse_entry
 
 from tests.tts_synth.conftest import run_cli, write_config
@@ -354,12 +354,12 @@ def test_bad_v2_entries(entry, message):
 ])
 def test_bad_config(config, message):
     with pytest.raises(DuplexEvalError) as exc:
-        DatasetStage(config, SYNTH)
+        DatasetStage(config, ENGINES)
     assert message in str(exc.value)
 
 
 def test_unknown_sample_key_and_two_backchannel_subsets(tmp_path):
-    stage = DatasetStage({"samples": ["synthetic_pause_handling/99"]}, SYNTH)
+    stage = DatasetStage({"samples": ["synthetic_pause_handling/99"]}, ENGINES)
     from duplexeval_common.samples import Inputs
     with pytest.raises(DuplexEvalError, match="setting samples names 1 sample"):
         stage.select(Inputs([MINI]), {})
@@ -367,7 +367,7 @@ def test_unknown_sample_key_and_two_backchannel_subsets(tmp_path):
         write_script(tmp_path, name, {"format": "fdb-script/2",
                                       "samples": [{"monologue": ["A.", {"trp": 0.5}, "B."]}]})
     with pytest.raises(DuplexEvalError, match="at most one backchannel subset"):
-        DatasetStage({}, SYNTH).select(Inputs([tmp_path]), {})
+        DatasetStage({}, ENGINES).select(Inputs([tmp_path]), {})
 
 
 def test_voice_choice_is_deterministic_and_weighted():

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from jsonschema import Draft202012Validator
 
 from duplexeval_aggregator.cli import main
 from duplexeval_common.errors import InputError
@@ -27,7 +26,6 @@ from duplexeval_fdb_v1.schemas import SCHEMAS
 
 from .helpers import interrupt_ann, pause_ann, sample_dir, turn_ann, wav
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"  # this benchmark's own
 AGGREGATOR = str(Path(sys.executable).parent / "aggregator")
 BEFORE_START = ("output.json word 0 ends (1.000000 s) before it starts (2.000000 s)")
 PAST_T = ("output.json word 0 ends at 12.000000 s, more than 0.5 s past the window end "
@@ -40,9 +38,6 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path / "user-cache"))
     return tmp_path / "user-cache"
 
-
-def validate(name: str, obj) -> None:
-    Draft202012Validator(json.loads((SCHEMAS / f"{name}.schema.json").read_text())).validate(obj)
 
 
 def bad_tree(root: Path) -> Path:

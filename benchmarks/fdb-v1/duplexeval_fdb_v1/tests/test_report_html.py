@@ -192,7 +192,7 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
 
 
 def test_secrets_from_the_environment_never_reach_a_page(home, tmp_path, monkeypatch):
-    from duplexeval.html import run_report
+    from duplexeval_fdb_v1.report import run_report
     from duplexeval.store import Store
     secret = "planted-test-key-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -212,7 +212,7 @@ def test_secrets_from_the_environment_never_reach_a_page(home, tmp_path, monkeyp
 
 
 def test_same_bytes_each_build_and_a_new_folder_per_digest(home, tmp_path):
-    from duplexeval.html import run_report
+    from duplexeval_fdb_v1.report import run_report
     from duplexeval.store import Store
     store, rec = Store(home), run_record(home)
     outs = []
@@ -228,7 +228,7 @@ def test_same_bytes_each_build_and_a_new_folder_per_digest(home, tmp_path):
 
 def test_cached_reuse_and_concurrent_builder(home, tmp_path, monkeypatch):
     from duplexeval import reports
-    from duplexeval.html import run_report
+    from duplexeval_fdb_v1.report import run_report
     from duplexeval.store import Store
     # a second `report` of the run, and an eval rerun (all stages cached), reuse the stored folder
     r = dx(home, "report")
@@ -315,7 +315,7 @@ def test_round_plot_on_constructed_rows():
 
     from PIL import Image
 
-    from duplexeval.html import plots
+    from duplexeval_common.html import plots
     assert plots.round_plot([]) is None
     a, b = plots.round_plot(PER_ROUND), plots.round_plot(list(reversed(PER_ROUND)))
     assert a == b  # same bytes, whatever the row order
@@ -330,12 +330,13 @@ def test_round_plot_on_constructed_rows():
     assert plots.per_round_rows({"subsets": {"x_turn_taking": {"unified": {}}}}) == []
 
 
-def test_index_draws_rounds_only_when_metrics_have_them(home):
-    from duplexeval.html import run_report
+def test_index_draws_no_rounds_even_when_metrics_have_them(home):
+    """Per-round figures are MTR-DuplexBench's (its package's report); FDB v1.0's index has none."""
+    from duplexeval_fdb_v1.report import run_report
     from duplexeval.store import Store
     data = run_report.load(Store(home), run_record(home))
     assert "By round" not in run_report._plots(data)
     data.metrics = json.loads(json.dumps(data.metrics))
     data.metrics["subsets"]["synthetic_turn_taking"]["per_round"] = [
         {k: v for k, v in r.items() if k != "subset"} for r in PER_ROUND[:3]]
-    assert "By round" in run_report._plots(data)
+    assert "By round" not in run_report._plots(data) and "<img" in run_report._plots(data)

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from jsonschema import Draft202012Validator
 
 from duplexeval_fdb_v1.score import official, revisions
 from duplexeval_aggregator.cli import main
@@ -25,16 +24,12 @@ from duplexeval_fdb_v1.schemas import SCHEMAS
 
 from .helpers import pause_ann, sample_dir, turn_ann
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"  # this benchmark's own
 
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path / "user-cache"))
 
-
-def validate(name: str, obj) -> None:
-    Draft202012Validator(json.loads((SCHEMAS / f"{name}.schema.json").read_text())).validate(obj)
 
 
 # ---- the registry ----
