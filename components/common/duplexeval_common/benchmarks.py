@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import DuplexEvalError
 from .registry import Registry
+from . import subset_tasks
 
 GROUP = "duplexeval.benchmarks"
 
@@ -200,10 +201,7 @@ class Benchmark:
 
     def task_of(self, subset: str) -> str | None:
         """The task of a subset named as this benchmark's official layout names them, or None."""
-        for suffix, task in self.subset_tasks:
-            if subset.endswith(suffix):
-                return task
-        return None
+        return subset_tasks.task_of(self.subset_tasks, subset)
 
     def headline_of(self, task: str | None) -> list[Headline]:
         return [h for h in self.headline if h.task == task]
