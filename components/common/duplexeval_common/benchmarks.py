@@ -73,6 +73,18 @@ class Task:
     summary: str = ""
 
 
+def tasks_of(names: tuple[str, ...], summaries: Mapping[str, str]) -> tuple[Task, ...]:
+    """A declaration's tasks: each name of a benchmark's TASKS with its summary."""
+    return tuple(Task(t, summaries[t]) for t in names)
+
+
+def datasets_beside(package_file: str, *datasets: tuple[str, str]) -> tuple[Dataset, ...]:
+    """A declaration's built-in datasets, each (name, summary): the folder `datasets/<name>` beside
+    the package whose module file is package_file (benchmarks/<benchmark>/datasets/)."""
+    folder = Path(package_file).resolve().parent.parent / "datasets"
+    return tuple(Dataset(name, folder / name, summary) for name, summary in datasets)
+
+
 @dataclass(frozen=True)
 class Headline:
     """A number a reader looks at first for a task: its column ("official" or "unified"), its
