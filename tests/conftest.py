@@ -122,6 +122,18 @@ def command(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def wait_for(cond, timeout: float, what: str, interval: float = 0.1):
+    """cond()'s first true value, polled every `interval` s; AssertionError naming `what` after timeout s."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def dx(home, *args):
     """`duplexeval --home HOME ARGS...` with DUPLEXEVAL_HOME set to HOME too."""
     import subprocess
