@@ -122,6 +122,81 @@ def command(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def wait_for(cond, timeout: float, what: str, interval: float = 0.1):
+    """cond()'s first true value, polled every `interval` s; AssertionError naming `what` after timeout s."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def dx(home, *args):
+    """`duplexeval --home HOME ARGS...` with DUPLEXEVAL_HOME set to HOME too."""
+    import subprocess
+    env = {**os.environ, "DUPLEXEVAL_HOME": str(home)}
+    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True,
+                          text=True, env=env)
+
+
+def tts_synth(inp, out, config: dict):
+    """`tts-synth run` of one input folder into out, with config written beside out."""
+    import json
+    import subprocess
+    cfg = out.parent / f"{out.name}.config.json"
+    cfg.write_text(json.dumps(config))
+    return subprocess.run([command("tts-synth"), "run", "--input", str(inp), "--output", str(out),
+                           "--config", str(cfg)], capture_output=True, text=True)
+
+
+def write_wav(path, audio, sr):
+    """A 16-bit PCM WAV file at path (its folder made)."""
+    import soundfile as sf
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), audio, sr, subtype="PCM_16")
+
+
+def write_json(path, obj):
+    """obj as JSON at path (its folder made)."""
+    import json
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+def assert_same_sample_files(tree, other, keys) -> None:
+    """The sample folders `keys` (subset/id) of two stage trees hold the same files, byte for byte."""
+    for key in keys:
+        a, b = tree / "samples" / key, other / "samples" / key
+        names = sorted(p.name for p in a.iterdir())
+        assert names == sorted(p.name for p in b.iterdir())
+        for name in names:
+            assert (a / name).read_bytes() == (b / name).read_bytes(), f"{key}/{name}"
+
+
+def check_generator(folder, sizes: dict, entries: str, out, changed: str, old: str, new: str) -> None:
+    """A dataset folder's generate.py: --check passes on the committed scripts; --out writes the same
+    bytes, each `<subset>.json` with sizes[subset] `entries`; a script changed in out (old replaced by
+    new in `changed`) fails --check naming it."""
+    import json
+    import subprocess
+    import sys
+    gen = folder / "generate.py"
+    r = subprocess.run([sys.executable, gen, "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, gen, "--out", out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for subset, n in sizes.items():
+        assert (out / f"{subset}.json").read_bytes() == (folder / f"{subset}.json").read_bytes()
+        assert len(json.loads((folder / f"{subset}.json").read_text())[entries]) == n
+    path = out / changed
+    path.write_text(path.read_text().replace(old, new, 1))
+    r = subprocess.run([sys.executable, gen, "--check", "--out", out], capture_output=True, text=True)
+    assert r.returncode == 1 and changed in r.stderr
+
+
 # fdb-mini's subsets before its backchannel subset joined. Pipeline tests whose expectations were
 # written for these (sample order, session counts, where a test double fails a session) keep to
 # them with `--subset`; the backchannel subset has tests of its own (tests/tts_synth,

@@ -7,14 +7,27 @@ an ASR backend, a TTS engine, a judge (the component tests run these over their 
 - `refused_values(setting)`: values the setting must refuse: just past each bound, NaN and
   infinity for a number, a value of another type. A test hands each to check_kwargs and expects
   one line naming the setting.
+- `refused_params(registry)`: (name, setting, value) of every refused value of every class a
+  registry holds, as pytest parameters; `refusal(where, cls, setting, value, args)`: the one line
+  check_kwargs refuses it with, checked to be one line naming the setting.
+- `heavy_imports(module, registry, heavy)`: which of the heavy modules loading every declaration
+  of a registry imports (in a fresh interpreter): none, for a registry whose declarations load
+  without them.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import subprocess
+import sys
 from typing import Any
 
+import pytest
+
+from duplexeval_common.cli import check_kwargs
+from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.settings import Setting, declared
 
 
@@ -67,3 +80,31 @@ def refused_values(s: Setting) -> list:
     if not s.nullable:
         out.append(None)
     return [v for v in out if not any(v == a and type(v) is type(a) for a in s.also)]
+
+
+def refused_params(registry) -> list:
+    """pytest parameters (name, setting, value) of every value refused_values gives for every setting
+    of every class in registry (its `names()` and `load(name)`)."""
+    return [pytest.param(name, s.name, v, id=f"{name}-{s.name}={v!r}")
+            for name in registry.names() for s in registry.load(name).SETTINGS.settings for v in refused_values(s)]
+
+
+def refusal(where: str, cls: Any, setting: str, value: Any, args: str) -> str:
+    """The message check_kwargs refuses {setting: value} with: one line, starting with
+    `<where>: <args> <setting> `."""
+    with pytest.raises(DuplexEvalError) as exc:
+        check_kwargs(where, cls, {setting: value}, args)
+    msg = str(exc.value)
+    assert msg.startswith(f"{where}: {args} {setting} ") and "\n" not in msg
+    return msg
+
+
+def heavy_imports(module: str, registry: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of heavy are imported once every declaration (SETTINGS) of `module.registry` is loaded,
+    in a fresh interpreter."""
+    code = (f"import json, sys; from {module} import {registry}; "
+            f"[{registry}.load(n).SETTINGS for n in {registry}.names()]; "
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)

@@ -107,29 +107,26 @@ def _stage(ms, name):
     return next(s for s in run["stages"] if s["name"] == name)
 
 
-def _edit_run(fn):
+def _edit_member(name_of, fn):
+    """An edit of the archive member name_of(members): its JSON, changed in place by fn."""
     def edit(ms, top):
-        run = _j(ms["run.json"])
-        fn(run)
-        ms["run.json"] = _b(run)
+        name = name_of(ms)
+        doc = _j(ms[name])
+        fn(doc)
+        ms[name] = _b(doc)
     return edit
+
+
+def _edit_run(fn):
+    return _edit_member(lambda _ms: "run.json", fn)
 
 
 def _edit_stage_record(stage_name, fn):
-    def edit(ms, top):
-        key = _stage(ms, stage_name)["key"]
-        rec = _j(ms[f"store/{key}/stage.json"])
-        fn(rec)
-        ms[f"store/{key}/stage.json"] = _b(rec)
-    return edit
+    return _edit_member(lambda ms: f"store/{_stage(ms, stage_name)['key']}/stage.json", fn)
 
 
 def _edit_archive_json(fn):
-    def edit(ms, top):
-        meta = _j(ms["archive.json"])
-        fn(meta)
-        ms["archive.json"] = _b(meta)
-    return edit
+    return _edit_member(lambda _ms: "archive.json", fn)
 
 
 def _stages(run, name):

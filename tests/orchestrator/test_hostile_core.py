@@ -9,6 +9,7 @@ told to answer slowly, so the judge stage is still running when the orchestrator
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -24,7 +25,7 @@ from click.testing import CliRunner
 
 from duplexeval_common.jsonio import read_json
 
-from ..conftest import SUBSET_ARGS, command
+from ..conftest import SUBSET_ARGS, command, wait_for
 from ..judge import chat_server
 
 REPLY = "Analysis: it handled the interruption.\nI would rate the AI's response as 4"
@@ -98,16 +99,6 @@ def watchdog_of(pid: int) -> list[int]:
     return [p for p, (cmd, ppid, _) in _procs().items() if ppid == pid and "duplexeval_common.watchdog" in cmd]
 
 
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def start_eval(home: Path, args: list[str], log: Path) -> subprocess.Popen:
     f = open(log, "w")
     return subprocess.Popen([command("duplexeval"), "--home", str(home), *args], stdout=f, stderr=subprocess.STDOUT,
@@ -148,21 +139,29 @@ def _run_ids(home: Path) -> set[str]:
     return {p.name for p in (home / "runs").iterdir()}
 
 
+@contextlib.contextmanager
+def judge_under_way(home: Path, chat, log: Path):
+    """A judged eval on the slow chat server, once its judge stage has sent its first request:
+    (the orchestrator's process, the judge stage's pids, the run's run.json); the process is
+    killed on the way out if it still runs."""
+    Mode.slow = True
+    before, n0 = _run_ids(home), len(chat.requests)
+    proc = start_eval(home, judged_args(chat), log)
+    try:
+        judge = wait_for(lambda: _judge_running(home, chat, n0), 180, "the judge stage's first request")
+        yield proc, judge, newest_run(home, before)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 # ---- 3: signals --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_stops_the_stage_and_the_run_is_interrupted(home, chat, tmp_path, sig):
-    Mode.slow = True
-    before, n0 = _run_ids(home), len(chat.requests)
-    proc = start_eval(home, judged_args(chat), tmp_path / "eval.log")
-    try:
-        judge = wait_for(lambda: _judge_running(home, chat, n0), 180, "the judge stage's first request")
-        path = newest_run(home, before)
+    with judge_under_way(home, chat, tmp_path / "eval.log") as (proc, judge, path):
         proc.send_signal(sig)
         rc = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     log = (tmp_path / "eval.log").read_text()
     assert rc == 128 + sig, log[-3000:]
     assert "interrupted: the next `duplexeval eval` resumes from the store" in log and "Traceback" not in log
@@ -179,18 +178,10 @@ def test_sigterm_stops_the_stage_and_the_run_is_interrupted(home, chat, tmp_path
 
 
 def test_kill_9_the_watchdog_stops_the_stage_and_marks_the_run(home, chat, tmp_path):
-    Mode.slow = True
-    before, n0 = _run_ids(home), len(chat.requests)
-    proc = start_eval(home, judged_args(chat), tmp_path / "eval.log")
-    try:
-        judge = wait_for(lambda: _judge_running(home, chat, n0), 180, "the judge stage's first request")
-        path = newest_run(home, before)
+    with judge_under_way(home, chat, tmp_path / "eval.log") as (proc, judge, path):
         assert watchdog_of(proc.pid), "no watchdog"
         proc.kill()
         assert proc.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     wait_for(lambda: not [p for p in judge if p in _procs()], 20, "the judge stage to be stopped")
     assert stage_pids(home) == []
     run = wait_for(lambda: (lambda r: r if r["status"] != "running" else None)(read_json(path)), 20,

@@ -14,10 +14,11 @@ import signal
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
+
+from ..conftest import wait_for
 
 IMAGE = "duplexeval-test/sleeper:1"
 
@@ -84,12 +85,7 @@ def _containers(client, name: str, running: bool = False) -> list:
 
 
 def _wait(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_for(cond, timeout, what, interval=0.2)
 
 
 def test_sigterm_kills_and_removes_the_container(docker_client, tmp_path):

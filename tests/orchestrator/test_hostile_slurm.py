@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from duplexeval_common.jsonio import read_json
 
-from ..conftest import command
+from ..conftest import command, wait_for
 from .test_slurm import EVAL, MISSING, _squeue, cluster  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"slurm not installed ({', '.join(MISSING)})")
@@ -39,13 +38,7 @@ def _run_json(home: Path) -> Path:
 
 
 def _wait(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(cond, timeout, what, interval=0.2)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])

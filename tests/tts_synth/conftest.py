@@ -24,6 +24,15 @@ def write_config(path: Path, cfg: dict) -> Path:
     return path
 
 
+def synthesize(benchmark: str, source: Path, out: Path, **config) -> Path:
+    """The dataset stage (tts-synth's, with the benchmark's builder) on a script folder, in this process."""
+    from duplexeval_tts.cli import make_stage
+    config = {"benchmark": benchmark, **config}
+    code = make_stage(config).run([source], out, config)
+    assert code == 0, (out / "stage.json").read_text()
+    return out
+
+
 @pytest.fixture(scope="session")
 def mini(tmp_path_factory) -> Path:
     """The first sample of each fdb-mini subset (pause sample 0 has two pauses), by the real command."""

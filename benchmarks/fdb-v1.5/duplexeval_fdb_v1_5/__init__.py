@@ -10,14 +10,11 @@ the overlap window, each checked against the clean run. This module is the decla
 package describes the benchmark).
 """
 
-from pathlib import Path
-
-from duplexeval_common.benchmarks import Benchmark, Dataset, Headline, Option, Task
+from duplexeval_common.benchmarks import Benchmark, Headline, Option, datasets_beside, tasks_of
 
 from .tasks import SUBSET_TASKS, SUMMARIES, TASKS
 
 NAME = "fdb-v1.5"
-_DATA = Path(__file__).resolve().parent.parent / "datasets"
 
 BENCHMARK = Benchmark(
     name=NAME,
@@ -25,15 +22,14 @@ BENCHMARK = Benchmark(
     summary="overlap handling: user interruption, user backchannel, talking to others, background speech; "
             "each sample run with and without the overlap event",
     package=__name__,
-    datasets=(
-        Dataset("fdb-v1.5-mini", _DATA / "fdb-v1.5-mini",
-                "embedded Full-Duplex-Bench v1.5-style set synthesized offline (2 samples per task)"),
-        Dataset("fdb-v1.5-synth", _DATA / "fdb-v1.5-synth",
-                "synthetic Full-Duplex-Bench v1.5 at the official sizes (499 samples: 200 interruption, 99 "
-                "backchannel, 100 talking to others, 100 background speech), several voices"),
+    datasets=datasets_beside(
+        __file__,
+        ("fdb-v1.5-mini", "embedded Full-Duplex-Bench v1.5-style set synthesized offline (2 samples per task)"),
+        ("fdb-v1.5-synth", "synthetic Full-Duplex-Bench v1.5 at the official sizes (499 samples: 200 interruption, "
+                           "99 backchannel, 100 talking to others, 100 background speech), several voices"),
     ),
     default_dataset="fdb-v1.5-mini",
-    tasks=tuple(Task(t, SUMMARIES[t]) for t in TASKS),
+    tasks=tasks_of(TASKS, SUMMARIES),
     subset_tasks=SUBSET_TASKS,
     default_judge="local-llm",
     judges=("local-llm", "official-gpt", "openai", "none"),

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from duplexeval_common import release_folders
 from duplexeval_common.benchmarks import Importer
-from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.timebase import to_us
 
 from .schemas import SCHEMAS
@@ -90,34 +90,12 @@ def wanted(svc, c, src: Path) -> dict[str, Path]:
 
 def release_root(svc, given: Path) -> Path:
     """The folder holding the subset folders: `given` itself or one folder inside it."""
-    if not given.is_dir():
-        raise DuplexEvalError(f"{given}: no such folder")
-    if any((given / s).is_dir() for s in SUBSETS):
-        return given
-    inner = [given / n for n in svc.entries(given)
-             if (given / n).is_dir() and any((given / n / s).is_dir() for s in SUBSETS)]
-    if len(inner) == 1:
-        return inner[0]
-    if len(inner) > 1:
-        raise DuplexEvalError(f"{given}: several folders hold Full-Duplex-Bench v1.5 subsets "
-                              f"({', '.join(p.name for p in inner)}); name one of them")
-    raise DuplexEvalError(f"{given}: no Full-Duplex-Bench v1.5 subset folder ({', '.join(SUBSETS)}) "
-                          "in it or in a folder inside it")
+    return release_folders.release_root(svc, given, SUBSETS, "Full-Duplex-Bench v1.5")
 
 
 def release_candidates(svc, root: Path) -> tuple[list, list[str]]:
     """(samples, subsets not found) of an official release's folder."""
-    cands, absent = [], []
-    for subset in SUBSETS:
-        sub = root / subset
-        if not sub.is_dir():
-            absent.append(subset)
-            continue
-        for n in svc.entries(sub):
-            p = sub / n
-            if p.is_dir():
-                cands.append(svc.Candidate(subset, n, subset, p, svc.id_problem(n)))
-    return cands, absent
+    return release_folders.release_candidates(svc, root, SUBSETS, lambda subset: subset)
 
 
 def import_release(svc, directory: Path, name: str, home: Path | None = None, force: bool = False,

@@ -6,14 +6,11 @@ heavy. Everything else is a hook, imported when a component asks for it (README.
 package describes the benchmark, both columns and every difference from upstream).
 """
 
-from pathlib import Path
-
-from duplexeval_common.benchmarks import Benchmark, Dataset, Headline, Option, Task
+from duplexeval_common.benchmarks import Benchmark, Headline, Option, datasets_beside, tasks_of
 
 from .tasks import SUBSET_TASKS, SUMMARIES, TASKS
 
 NAME = "fdb-v1"
-_DATA = Path(__file__).resolve().parent.parent / "datasets"
 
 BENCHMARK = Benchmark(
     name=NAME,
@@ -22,16 +19,15 @@ BENCHMARK = Benchmark(
             "numbers beside unified metrics with intervals",
     package=__name__,
     default=True,
-    datasets=(
-        Dataset("fdb-mini", _DATA / "fdb-mini",
-                "embedded Full-Duplex-Bench-style set synthesized with Piper (pause, turn-taking, "
-                "interruption, backchannel)"),
-        Dataset("fdb-synth", _DATA / "fdb-synth",
-                "synthetic Full-Duplex-Bench v1.0 at the official sizes (727 samples: pause, conversational "
-                "pause, turn-taking, interruption with 7 s + 15 s, backchannel with ground truth), several voices"),
+    datasets=datasets_beside(
+        __file__,
+        ("fdb-mini", "embedded Full-Duplex-Bench-style set synthesized with Piper (pause, turn-taking, "
+                     "interruption, backchannel)"),
+        ("fdb-synth", "synthetic Full-Duplex-Bench v1.0 at the official sizes (727 samples: pause, conversational "
+                      "pause, turn-taking, interruption with 7 s + 15 s, backchannel with ground truth), several voices"),
     ),
     default_dataset="fdb-mini",
-    tasks=tuple(Task(t, SUMMARIES[t]) for t in TASKS),
+    tasks=tasks_of(TASKS, SUMMARIES),
     subset_tasks=SUBSET_TASKS,
     default_judge="embedding-relevance",
     judges=("embedding-relevance", "local-llm", "openai", "official-gpt", "none"),

@@ -26,6 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
+from duplexeval_common import release_folders
 from duplexeval_common.benchmarks import Importer, Option
 from duplexeval_common.errors import DuplexEvalError, InputError
 from duplexeval_common.samples import name_problem
@@ -176,34 +177,13 @@ def check_sample(svc, c, source: Path, scratch: Path, gt: dict | None) -> None:
 
 def release_root(svc, given: Path) -> Path:
     """The folder holding the subset folders: `given` itself or one folder inside it."""
-    if not given.is_dir():
-        raise DuplexEvalError(f"{given}: no such folder")
-    if any((given / s).is_dir() for s in FDB_V1_SUBSETS):
-        return given
-    inner = [given / n for n in svc.entries(given)
-             if (given / n).is_dir() and any((given / n / s).is_dir() for s in FDB_V1_SUBSETS)]
-    if len(inner) == 1:
-        return inner[0]
-    if len(inner) > 1:
-        raise DuplexEvalError(f"{given}: several folders hold Full-Duplex-Bench subsets "
-                              f"({', '.join(p.name for p in inner)}); name one of them")
-    raise DuplexEvalError(f"{given}: no Full-Duplex-Bench v1.0 subset folder ({', '.join(FDB_V1_SUBSETS)}) "
-                          "in it or in a folder inside it")
+    return release_folders.release_root(svc, given, FDB_V1_SUBSETS, "Full-Duplex-Bench v1.0",
+                                      several_title="Full-Duplex-Bench")
 
 
 def release_candidates(svc, root: Path) -> tuple[list, list[str]]:
     """(samples, subsets not found) of an official release's folder."""
-    cands, absent = [], []
-    for subset in FDB_V1_SUBSETS:
-        sub = root / subset
-        if not sub.is_dir():
-            absent.append(subset)
-            continue
-        for n in svc.entries(sub):
-            p = sub / n
-            if p.is_dir():
-                cands.append(svc.Candidate(subset, n, task_of(subset), p, svc.id_problem(n)))
-    return cands, absent
+    return release_folders.release_candidates(svc, root, FDB_V1_SUBSETS, task_of)
 
 
 def folder_candidates(svc, src: Path, name: str, subset: str | None) -> list:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from duplexeval_common.errors import InputError
+from duplexeval_common import subset_tasks
 
 TASKS = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption")
 SUMMARIES = {
@@ -31,18 +31,9 @@ SUBSET_TASKS = (
 
 def task_of(subset: str) -> str | None:
     """The task of an official subset name, or None."""
-    for suffix, task in SUBSET_TASKS:
-        if subset.endswith(suffix):
-            return task
-    return None
+    return subset_tasks.task_of(SUBSET_TASKS, subset)
 
 
 def check_tasks(tasks: Mapping[str, str] | None, where: str = "--task") -> dict[str, str]:
     """{subset: task} given by the user, each task one of TASKS (one line otherwise)."""
-    out = {}
-    for subset, task in (tasks or {}).items():
-        if task not in TASKS:
-            raise InputError(where, f"{subset}={task}: {task!r} is not a Full-Duplex-Bench v1.0 task "
-                                    f"(one of {', '.join(TASKS)})")
-        out[subset] = task
-    return out
+    return subset_tasks.check_tasks(tasks, TASKS, "Full-Duplex-Bench v1.0", where)

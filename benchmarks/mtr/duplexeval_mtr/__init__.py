@@ -7,14 +7,11 @@ heavy. README.md beside this package describes the benchmark, the protocol, both
 and every difference from the release.
 """
 
-from pathlib import Path
-
-from duplexeval_common.benchmarks import Benchmark, Dataset, Headline, Task
+from duplexeval_common.benchmarks import Benchmark, Headline, datasets_beside, tasks_of
 
 from .tasks import SUBSET_TASKS, SUMMARIES, TASKS
 
 NAME = "mtr"
-_DATA = Path(__file__).resolve().parent.parent / "datasets"
 
 
 def _success(task: str, column: str) -> Headline:
@@ -27,16 +24,15 @@ BENCHMARK = Benchmark(
     summary="ten rounds per dialogue, each its own session with the ground-truth history, scored round by "
             "round and over rounds 1, 1-2, 1-5, 1-10 by the paper's definitions and the released code's rules",
     package=__name__,
-    datasets=(
-        Dataset("mtr-mini", _DATA / "mtr-mini",
-                "small MTR-DuplexBench-style set (the default): one 10-round dialogue per conversational-feature "
-                "set and mix, one instruction-following and one safety set, one dialogue-quality dialogue"),
-        Dataset("mtr-synth", _DATA / "mtr-synth",
-                "synthetic MTR-DuplexBench at the paper's sizes: 200 conversational-feature dialogues, 100 "
-                "instruction-following and 100 safety ten-round sets, 200 dialogue-quality dialogues"),
+    datasets=datasets_beside(
+        __file__,
+        ("mtr-mini", "small MTR-DuplexBench-style set (the default): one 10-round dialogue per conversational-feature "
+                     "set and mix, one instruction-following and one safety set, one dialogue-quality dialogue"),
+        ("mtr-synth", "synthetic MTR-DuplexBench at the paper's sizes: 200 conversational-feature dialogues, 100 "
+                      "instruction-following and 100 safety ten-round sets, 200 dialogue-quality dialogues"),
     ),
     default_dataset="mtr-mini",
-    tasks=tuple(Task(t, SUMMARIES[t]) for t in TASKS),
+    tasks=tasks_of(TASKS, SUMMARIES),
     subset_tasks=SUBSET_TASKS,
     default_judge="none",     # SmolLM2 (local-llm) answers nearly constantly: a smoke test, not a default
     judges=("none", "openai", "local-llm"),

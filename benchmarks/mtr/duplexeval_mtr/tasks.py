@@ -6,6 +6,8 @@ names (`<set>_features`, `<set>_instruction_following`, `<set>_safety`,
 `<source>_dialogue_quality`), which the built-in datasets and the importer use.
 """
 
+from duplexeval_common import subset_tasks
+
 TASKS = ("features", "instruction_following", "safety", "dialogue_quality")
 SUMMARIES = {
     "features": "conversational features over ten rounds: smooth turn-taking, interruption, pause handling, "
@@ -23,7 +25,4 @@ SUBSET_TASKS = (
 
 
 def task_of(subset: str) -> str | None:
-    for suffix, task in SUBSET_TASKS:
-        if subset.endswith(suffix):
-            return task
-    return None
+    return subset_tasks.task_of(SUBSET_TASKS, subset)

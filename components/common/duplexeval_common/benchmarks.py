@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import DuplexEvalError
 from .registry import Registry
+from . import subset_tasks
 
 GROUP = "duplexeval.benchmarks"
 
@@ -70,6 +71,18 @@ class Dataset:
 class Task:
     name: str
     summary: str = ""
+
+
+def tasks_of(names: tuple[str, ...], summaries: Mapping[str, str]) -> tuple[Task, ...]:
+    """A declaration's tasks: each name of a benchmark's TASKS with its summary."""
+    return tuple(Task(t, summaries[t]) for t in names)
+
+
+def datasets_beside(package_file: str, *datasets: tuple[str, str]) -> tuple[Dataset, ...]:
+    """A declaration's built-in datasets, each (name, summary): the folder `datasets/<name>` beside
+    the package whose module file is package_file (benchmarks/<benchmark>/datasets/)."""
+    folder = Path(package_file).resolve().parent.parent / "datasets"
+    return tuple(Dataset(name, folder / name, summary) for name, summary in datasets)
 
 
 @dataclass(frozen=True)
@@ -200,10 +213,7 @@ class Benchmark:
 
     def task_of(self, subset: str) -> str | None:
         """The task of a subset named as this benchmark's official layout names them, or None."""
-        for suffix, task in self.subset_tasks:
-            if subset.endswith(suffix):
-                return task
-        return None
+        return subset_tasks.task_of(self.subset_tasks, subset)
 
     def headline_of(self, task: str | None) -> list[Headline]:
         return [h for h in self.headline if h.task == task]

@@ -92,6 +92,25 @@ class Sample:
         return (self.subset, *id_sort_key(self.id))
 
 
+@dataclass
+class ScoredSample:
+    """A sample as a benchmark's scorer loads it from a tree: its subset, id, task and folder, and
+    the reasons it is not eligible (none: eligible). A scorer's own sample type adds what it reads."""
+    subset: str
+    id: str
+    task: str
+    dir: Path
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.subset}/{self.id}"
+
+    @property
+    def eligible(self) -> bool:
+        return not self.reasons
+
+
 class Inputs:
     """The input stage folders of a stage, merged per sample."""
 

@@ -25,7 +25,7 @@ from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_file, sha256_json
 from duplexeval_common.jsonio import atomic_write_bytes
 from duplexeval_common.progress import log
-from duplexeval_common import benchmarks
+from duplexeval_common import benchmarks, script_stage
 from duplexeval_common.samples import SAMPLES, Inputs, Sample, check_name, inside, select_subsets
 from duplexeval_common.stage import SampleContext, StageContext
 
@@ -148,8 +148,7 @@ class ImportedStage:
         for s in self.samples:
             status = sctx.statuses.get(s.key, {})
             if status.get("status") != "ok":
-                rows.append({"subset": s.subset, "id": s.id, "task": s.task, "status": "failed",
-                             "reason": status.get("reason", "not copied")})
+                rows.append(script_stage.failed_row(s, s.task, status, "not copied"))
                 continue
             folder = sctx.output / SAMPLES / s.subset / s.id
             files = sample_files(folder)

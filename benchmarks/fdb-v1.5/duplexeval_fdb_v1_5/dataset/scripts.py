@@ -13,11 +13,11 @@ it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval_common import dataset_scripts as ds
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json_object
@@ -61,33 +61,15 @@ def load_scripts(folder: Path, timing_overrides: dict | None = None,
                  parse_specs: Callable | None = None) -> dict[str, Script]:
     """Every `<subset>.json` script in folder, by subset; parse_specs checks a script's voice
     specs (tts-synth's, which knows the engines)."""
-    folder = Path(folder)
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise DuplexEvalError(f"no script files (<subset>.json) in {folder}")
-    overrides = dict(timing_overrides or {})
-    scripts = {}
-    for path in files:
-        script = _load(path, overrides.pop(path.stem, {}), parse_specs)
-        scripts[script.subset] = script
-    if overrides:
-        raise DuplexEvalError(f"timing given for unknown subset(s): {', '.join(sorted(overrides))}; "
-                              f"known: {', '.join(sorted(scripts))}")
-    return scripts
+    return ds.load_folder(folder, timing_overrides, lambda path, override: _load(path, override, parse_specs))
 
 
 def _load(path: Path, override: dict, parse_specs: Callable | None) -> Script:
     where = f"script {path.name}"
     doc = read_json_object(path, where)
-    if doc.get("format") != FORMAT:
-        raise DuplexEvalError(f"{where}: format must be {FORMAT!r}, got {doc.get('format')!r}")
-    unknown = set(doc) - TOP_KEYS
-    if unknown:
-        raise DuplexEvalError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(sorted(TOP_KEYS))}")
-    subset = path.stem
-    if doc.get("subset", subset) != subset:
-        raise DuplexEvalError(f"{where}: subset {doc.get('subset')!r} differs from the file name")
+    ds.check_format(where, doc, FORMAT)
+    ds.check_keys(where, doc, TOP_KEYS)
+    subset = ds.subset_of(where, doc, path)
     task = doc.get("task") or task_of(subset)   # the script's own, else its official name's
     if task not in TASKS:
         raise DuplexEvalError(f"{where}: the task must be one of {', '.join(TASKS)} (given as 'task' or by "
@@ -100,9 +82,7 @@ def _load(path: Path, override: dict, parse_specs: Callable | None) -> Script:
     voices = None
     if "voices" in doc:
         voices = parse_voices(f"{where} voices", doc["voices"], parse_specs)
-    seed = doc.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise DuplexEvalError(f"{where}: seed must be a whole number >= 0")
+    seed = ds.seed_of(where, doc)
     return Script(subset, task, path, sha256_file(path), timing, doc["samples"], voices, seed)
 
 
@@ -119,21 +99,8 @@ def parse_voices(where: str, value: Any, parse_specs: Callable | None) -> list |
 
 
 def check_timing(where: str, values: Any, allowed: set) -> dict:
-    if not isinstance(values, dict):
-        raise DuplexEvalError(f"{where}: expected an object")
-    unknown = set(values) - allowed
-    if unknown:
-        raise DuplexEvalError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(sorted(allowed))}")
-    for k, v in values.items():
-        low = TRAILING_RANGE[0] if k == "trailing_s" else 0.0
-        if not _number(v) or not low <= v <= MAX_SILENCE_S:
-            raise DuplexEvalError(f"{where}: {k} must be a number of seconds in [{low:g}, {MAX_SILENCE_S:g}]")
-    return {k: float(v) for k, v in values.items()}
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return ds.check_timing(where, values, allowed, MAX_SILENCE_S,
+                           low_of=lambda k: TRAILING_RANGE[0] if k == "trailing_s" else 0.0)
 
 
 def _text(entry: dict, key: str) -> str:
@@ -145,10 +112,8 @@ def _text(entry: dict, key: str) -> str:
 
 def _in(entry: dict, key: str, low: float, high: float, low_open: bool = False) -> float:
     v = entry.get(key)
-    ok = _number(v) and (low < v if low_open else low <= v) and v <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        raise ValueError(f"'{key}' must be a number in {bracket}{low:g}, {high:g}], got {v!r}")
+    if not ds.in_range(v, low, high, low_open):
+        raise ValueError(f"'{key}' must be a number in {ds.range_text(low, high, low_open)}, got {v!r}")
     return float(v)
 
 
@@ -156,12 +121,9 @@ def parse_entry(task: str, entry: Any) -> dict:
     """A validated copy of one sample entry; ValueError with a one-line reason."""
     if not isinstance(entry, dict):
         raise ValueError(f"expected an object, got {type(entry).__name__}")
-    unknown = set(entry) - ENTRY_KEYS - OPTIONAL_KEYS
-    missing = ENTRY_KEYS - set(entry)
-    if missing or unknown:
-        what = [f"missing {', '.join(sorted(missing))}"] if missing else []
-        what += [f"unknown key(s) {', '.join(sorted(unknown))}"] if unknown else []
-        raise ValueError(f"{'; '.join(what)} (an entry has {', '.join(sorted(ENTRY_KEYS))}"
+    problems = ds.key_problems(ENTRY_KEYS, OPTIONAL_KEYS, entry)
+    if problems:
+        raise ValueError(f"{problems} (an entry has {', '.join(sorted(ENTRY_KEYS))}"
                          f"[, {', '.join(sorted(OPTIONAL_KEYS))}])")
     if entry["kind"] != KINDS[task]:
         raise ValueError(f"kind must be {KINDS[task]!r} in a {task} script, got {entry['kind']!r}")

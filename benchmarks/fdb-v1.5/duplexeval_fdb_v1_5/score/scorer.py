@@ -38,7 +38,7 @@ import soundfile as sf
 from duplexeval_common.errors import InputError
 from duplexeval_common.jsonio import atomic_write_many, dumps, jsonl_text
 from duplexeval_common.optional import version
-from duplexeval_common.samples import id_sort_key, inside
+from duplexeval_common.samples import ScoredSample, id_sort_key, inside
 from duplexeval_common.vad import FEED_OFFICIAL, SR, model_info, unified_feed
 from duplexeval_common.vadcache import Job, ProbStore, default_root, ensure, hash_files
 
@@ -55,12 +55,7 @@ STATUS_FILES = ("runner.json", "clean_runner.json")
 
 
 @dataclass
-class Sample:
-    subset: str
-    id: str
-    task: str
-    dir: Path
-    reasons: list[str] = field(default_factory=list)
+class Sample(ScoredSample):
     invalid: tuple[str, str] | None = None
     rate: int = 0
     frames: int = 0
@@ -68,14 +63,6 @@ class Sample:
     words: list = field(default_factory=list)
     clean_words: list = field(default_factory=list)
     tag: dict | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.subset}/{self.id}"
-
-    @property
-    def eligible(self) -> bool:
-        return not self.reasons
 
     @property
     def T_s(self) -> float:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolated_user_cache  # noqa: F401  (the fixture used below)
+from tests.tts_synth import conftest as tts_synth_conftest
 
 REPO = Path(__file__).resolve().parents[4]
 DATASETS = REPO / "benchmarks" / "fdb-v1.5" / "datasets"
@@ -24,11 +25,7 @@ def _isolated_user_cache(isolated_user_cache):
 
 def synthesize(source: Path, out: Path, **config) -> Path:
     """The dataset stage (tts-synth's, with this benchmark's builder) on a script folder."""
-    from duplexeval_tts.cli import make_stage
-    config = {"benchmark": "fdb-v1.5", **config}
-    code = make_stage(config).run([source], out, config)
-    assert code == 0, (out / "stage.json").read_text()
-    return out
+    return tts_synth_conftest.synthesize("fdb-v1.5", source, out, **config)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ from duplexeval_fdb_v1_5.dataset.stage import DatasetStage
 from duplexeval_fdb_v1_5.schemas import SCHEMAS
 from duplexeval_fdb_v1_5.tasks import KINDS, SPEAKERS, TASKS
 
+from tests.conftest import assert_same_sample_files
 from tests.tts_synth.conftest import run_cli, write_config
 
 from .conftest import MINI, SR, SYNTH, synthesize
@@ -165,12 +166,7 @@ def test_same_config_same_bytes_and_jobs_1_or_2(mini, tmp_path):
     twice = synthesize(MINI, tmp_path / "again", dataset="fdb-v1.5-mini", jobs=2, samples=keys)
     one = synthesize(MINI, tmp_path / "one", dataset="fdb-v1.5-mini", jobs=1)
     for tree, ks in ((twice, keys), (one, [f"{s}/{i}" for s in TASKS for i in ("0", "1")])):
-        for key in ks:
-            a, b = tree / "samples" / key, mini / "samples" / key
-            names = sorted(p.name for p in a.iterdir())
-            assert names == sorted(p.name for p in b.iterdir())
-            for name in names:
-                assert (a / name).read_bytes() == (b / name).read_bytes(), f"{key}/{name}"
+        assert_same_sample_files(tree, mini, ks)
     assert (one / "manifest.json").read_bytes() == (mini / "manifest.json").read_bytes()
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -34,6 +32,8 @@ from duplexeval_tts import voices as voicemix
 from duplexeval_fdb_v1_5.dataset.scripts import load_scripts, parse_entry
 from duplexeval_fdb_v1_5.schemas import SCHEMAS
 from duplexeval_fdb_v1_5.tasks import TASKS
+
+from tests.conftest import assert_same_sample_files, check_generator
 
 from .conftest import SR, SYNTH, synthesize
 
@@ -223,27 +223,11 @@ def test_twins_of_the_synth_tenth(synth_tenth):
 def test_jobs_1_and_2_give_the_same_bytes(synth_tenth, tmp_path):
     keys = [next(k for k in tenth_keys() if k.startswith(f"{t}/")) for t in ("background_speech", "talking_to_other")]
     one = synthesize(SYNTH, tmp_path / "one", dataset="fdb-v1.5-synth", jobs=1, samples=keys)
-    for key in keys:
-        a, b = one / "samples" / key, synth_tenth / "samples" / key
-        names = sorted(p.name for p in a.iterdir())
-        assert names == sorted(p.name for p in b.iterdir())
-        for name in names:
-            assert (a / name).read_bytes() == (b / name).read_bytes(), f"{key}/{name}"
+    assert_same_sample_files(one, synth_tenth, keys)
 
 
 def test_generator_check(tmp_path):
-    gen = SYNTH / "generate.py"
-    r = subprocess.run([sys.executable, gen, "--check"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, gen, "--out", tmp_path], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    for subset, n in OFFICIAL_SIZES.items():
-        assert (tmp_path / f"{subset}.json").read_bytes() == (SYNTH / f"{subset}.json").read_bytes()
-        assert len(json.loads((SYNTH / f"{subset}.json").read_text())["samples"]) == n
-    path = tmp_path / "user_backchannel.json"
-    path.write_text(path.read_text().replace("Uh-huh", "Uh-uh", 1))
-    r = subprocess.run([sys.executable, gen, "--check", "--out", tmp_path], capture_output=True, text=True)
-    assert r.returncode == 1 and "user_backchannel.json" in r.stderr
+    check_generator(SYNTH, OFFICIAL_SIZES, "samples", tmp_path, "user_backchannel.json", "Uh-huh", "Uh-uh")
 
 
 def test_synth_scripts_are_distinct_and_in_range():

@@ -4,14 +4,11 @@ and the round trip of a built sample through an import."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
-import soundfile as sf
 
 from duplexeval import importing
 from duplexeval_common.errors import DuplexEvalError
@@ -22,7 +19,8 @@ from duplexeval_fdb_v1_5 import importers
 from duplexeval_fdb_v1_5.schemas import SCHEMAS
 from duplexeval_fdb_v1_5.tasks import KINDS, SPEAKERS, TASKS
 
-from tests.conftest import command, silence, tone
+from tests.conftest import dx, silence, tone, tts_synth
+from tests.conftest import write_json as js, write_wav as wav
 
 from .conftest import MINI, synthesize
 
@@ -30,22 +28,6 @@ from .conftest import MINI, synthesize
 def import_v15(src, name, **kw):
     """The importer with the orchestrator's import service, as `duplexeval import fdb-v1.5` runs it."""
     return importers.import_release(importing, src, name, **kw)
-
-
-def dx(home, *args):
-    env = {**os.environ, "DUPLEXEVAL_HOME": str(home)}
-    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True,
-                          text=True, env=env)
-
-
-def wav(path, audio, sr):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), audio, sr, subtype="PCM_16")
-
-
-def js(path, obj):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj))
 
 
 def good_sample(d, sr=16000):
@@ -247,13 +229,6 @@ def test_cli_exit_codes_and_one_line_reports(tmp_path):
     assert r.returncode == 0 and "dataset b" in r.stdout and f"8 samples in 4 subsets, {len(EXPECTED)} excluded" in r.stdout
     r = dx(tmp_path / "home", "import", "--help")
     assert r.returncode == 0 and "fdb-v1.5" in r.stdout
-
-
-def tts_synth(inp, out, config):
-    cfg = out.parent / f"{out.name}.config.json"
-    cfg.write_text(json.dumps(config))
-    return subprocess.run([command("tts-synth"), "run", "--input", str(inp), "--output", str(out),
-                           "--config", str(cfg)], capture_output=True, text=True)
 
 
 def test_dataset_stage_in_import_mode_copies_verifies_and_annotates(tmp_path):

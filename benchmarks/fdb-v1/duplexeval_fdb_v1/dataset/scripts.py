@@ -12,12 +12,12 @@ stage with one line; a bad sample entry fails only that sample, when
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval_common import dataset_scripts as ds
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json_object
@@ -77,19 +77,7 @@ def load_scripts(folder: Path, timing_overrides: dict | None = None,
                  parse_specs: Callable | None = None) -> dict[str, Script]:
     """Every `<subset>.json` script in folder, by subset; parse_specs checks a script's voice
     specs (tts-synth's, which knows the engines)."""
-    folder = Path(folder)
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise DuplexEvalError(f"no script files (<subset>.json) in {folder}")
-    overrides = dict(timing_overrides or {})
-    scripts = {}
-    for path in files:
-        script = _load(path, overrides.pop(path.stem, {}), parse_specs)
-        scripts[script.subset] = script
-    if overrides:
-        raise DuplexEvalError(f"timing given for unknown subset(s): {', '.join(sorted(overrides))}; "
-                              f"known: {', '.join(sorted(scripts))}")
-    return scripts
+    return ds.load_folder(folder, timing_overrides, lambda path, override: _load(path, override, parse_specs))
 
 
 def _load(path: Path, override: dict, parse_specs: Callable | None) -> Script:
@@ -104,11 +92,8 @@ def _load(path: Path, override: dict, parse_specs: Callable | None) -> Script:
         if v2_only:
             raise DuplexEvalError(f"{where}: {', '.join(sorted(v2_only))} needs format {FORMAT_V2!r}")
     elif unknown:
-        raise DuplexEvalError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(sorted(V2_TOP))}")
-    subset = path.stem
-    if doc.get("subset", subset) != subset:
-        raise DuplexEvalError(f"{where}: subset {doc.get('subset')!r} differs from the file name")
+        ds.check_keys(where, doc, V2_TOP)
+    subset = ds.subset_of(where, doc, path)
     task = doc.get("task") or task_of(subset)   # the script's own, else its official name's
     if task == "backchannel" and fmt != FORMAT_V2:
         raise DuplexEvalError(f"{where}: backchannel scripts need format {FORMAT_V2!r}")
@@ -125,27 +110,12 @@ def _load(path: Path, override: dict, parse_specs: Callable | None) -> Script:
     if fmt == FORMAT_V2:
         if "voices" in doc:
             voices = parse_specs(f"{where} voices", doc["voices"])
-        seed = doc.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise DuplexEvalError(f"{where}: seed must be a whole number >= 0")
+        seed = ds.seed_of(where, doc)
     return Script(subset, task, path, sha256_file(path), timing, doc["samples"], fmt, voices, seed)
 
 
 def check_timing(where: str, task: str, values: Any) -> dict:
-    if not isinstance(values, dict):
-        raise DuplexEvalError(f"{where}: expected an object")
-    unknown = set(values) - set(TIMING_DEFAULTS[task])
-    if unknown:
-        raise DuplexEvalError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(TIMING_DEFAULTS[task])}")
-    for k, v in values.items():
-        if not _number(v) or not 0 <= v <= MAX_SILENCE_S:
-            raise DuplexEvalError(f"{where}: {k} must be a number of seconds in [0, {MAX_SILENCE_S:g}]")
-    return {k: float(v) for k, v in values.items()}
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return ds.check_timing(where, values, TIMING_DEFAULTS[task], MAX_SILENCE_S, known=TIMING_DEFAULTS[task])
 
 
 def _text(entry: dict, key: str) -> str:
@@ -167,12 +137,9 @@ def parse_entry(task: str, entry: Any, v2: bool = False) -> dict:
         required = {"speech"}
         if "text" in entry:
             raise ValueError("a smooth_turn_taking entry has 'text' or 'speech', not both")
-    unknown = set(entry) - required - optional
-    missing = required - set(entry)
-    if missing or unknown:
-        what = [f"missing {', '.join(sorted(missing))}"] if missing else []
-        what += [f"unknown key(s) {', '.join(sorted(unknown))}"] if unknown else []
-        raise ValueError(f"{'; '.join(what)} (a {task} entry has {', '.join(sorted(ENTRY_KEYS[task]))})")
+    problems = ds.key_problems(required, optional, entry)
+    if problems:
+        raise ValueError(f"{problems} (a {task} entry has {', '.join(sorted(ENTRY_KEYS[task]))})")
     if task == "user_interruption":
         return {"context": _text(entry, "context"), "interrupt": _text(entry, "interrupt")}
     if task == "backchannel":
@@ -200,7 +167,7 @@ def _prelude(items: Any) -> list:
         if not isinstance(speaker, str) or not SPEAKER_PATTERN.match(speaker):
             raise ValueError(f"prelude[{i}].speaker must be 'other' or other2..other9, got {speaker!r}")
         gap = item["gap_s"]
-        if not _number(gap) or not 0 < gap <= MAX_PRELUDE_GAP_S:
+        if not ds.is_number(gap) or not 0 < gap <= MAX_PRELUDE_GAP_S:
             raise ValueError(f"prelude[{i}].gap_s must be seconds in (0, {MAX_PRELUDE_GAP_S:g}], got {gap!r}")
         out.append({"speaker": speaker, "text": _text(item, "text"), "gap_s": float(gap)})
     return out
@@ -220,10 +187,10 @@ def _monologue(items: Any) -> list:
             out.append(item.strip())
         elif isinstance(item, dict):
             v = item.get("trp")
-            if set(item) != {"trp"} or not _number(v) or not 0 <= v <= MAX_SILENCE_S:
+            if set(item) != {"trp"} or not ds.is_number(v) or not 0 <= v <= MAX_SILENCE_S:
                 raise ValueError(f"monologue[{i}] must be {{\"trp\": seconds in [0, {MAX_SILENCE_S:g}]}}")
             out.append({"trp": float(v)})
-        elif _number(item) and 0 < item <= MAX_SILENCE_S:
+        elif ds.is_number(item) and 0 < item <= MAX_SILENCE_S:
             out.append(float(item))
         else:
             raise ValueError(f"monologue[{i}] must be a pause in seconds in (0, {MAX_SILENCE_S:g}] "
@@ -248,7 +215,7 @@ def _speech(items: Any, min_pauses: int = 1, max_pause: float = MAX_SILENCE_S) -
                                  "starting and ending with text)")
             out.append(item.strip())
         else:
-            if not _number(item) or not 0 < item <= max_pause:
+            if not ds.is_number(item) or not 0 < item <= max_pause:
                 raise ValueError(f"speech[{i}] must be a pause in seconds in (0, {max_pause:g}], "
                                  f"got {item!r}")
             out.append(float(item))

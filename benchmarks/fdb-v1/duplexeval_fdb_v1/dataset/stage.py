@@ -15,13 +15,13 @@ voice, so the bytes do not depend on `jobs`.
 
 from __future__ import annotations
 
-from pathlib import Path
 
+from duplexeval_common import script_stage
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
-from duplexeval_common.samples import SAMPLES, Inputs, Sample, select_subsets
+from duplexeval_common.samples import SAMPLES, Inputs, Sample
 from duplexeval_common.stage import SampleContext, StageContext
 
 from ..schemas import SCHEMAS
@@ -62,28 +62,15 @@ class DatasetStage:
     # -- Stage hooks -------------------------------------------------------------------------
 
     def select(self, inputs: Inputs, _config: dict) -> list[Sample]:
-        if len(inputs.dirs) != 1:
-            raise DuplexEvalError("tts-synth needs exactly one --input: the dataset's script folder "
-                                  "(e.g. benchmarks/fdb-v1/datasets/fdb-mini)")
-        self.scripts = load_scripts(inputs.dirs[0], self.cfg["timing"], self.synth.parse_specs)
-        self.cfg["dataset"] = self.cfg["dataset"] or Path(inputs.dirs[0]).name
+        folder = script_stage.script_folder(inputs, "benchmarks/fdb-v1/datasets/fdb-mini")
+        self.scripts = load_scripts(folder, self.cfg["timing"], self.synth.parse_specs)
+        self.cfg["dataset"] = self.cfg["dataset"] or folder.name
         bc = [s for s, sc in self.scripts.items() if sc.task == "backchannel"]
         if len(bc) > 1:
             raise DuplexEvalError(f"at most one backchannel subset per dataset ({ICC_GT} is keyed by "
                                   f"sample id); found {', '.join(sorted(bc))}")
-        keep = select_subsets(list(self.scripts), self.cfg["subsets"], "tts-synth")
-        self.scripts = {k: v for k, v in self.scripts.items() if k in keep}
-        limit = self.cfg["limit"]
-        self.samples = [Sample(subset, str(i), script.task) for subset, script in sorted(self.scripts.items())
-                        for i in range(len(script.entries) if limit is None
-                                       else min(limit, len(script.entries)))]
-        if self.cfg["samples"] is not None:  # only these (after limit), in the dataset's order
-            keys = set(self.cfg["samples"])
-            unknown = keys - {s.key for s in self.samples}
-            if unknown:
-                raise DuplexEvalError(f"setting samples names {len(unknown)} sample(s) the scripts do not have "
-                                      f"(within limit), e.g. {sorted(unknown)[0]}")
-            self.samples = [s for s in self.samples if s.key in keys]
+        self.scripts = script_stage.keep_subsets(self.scripts, self.cfg["subsets"])
+        self.samples = script_stage.script_samples(self.scripts, self.cfg["limit"], self.cfg["samples"])
         return self.samples
 
     def setup(self, _config: dict) -> None:
@@ -96,7 +83,7 @@ class DatasetStage:
                     self.engine = self.synth.engine(self.cfg["engine"], self.cfg["voice"])
                 continue
             for spec in mix[0]:
-                key = _spec_id(spec)
+                key = script_stage.spec_id(spec)
                 if key not in self.loaded:
                     self.loaded[key] = self.synth.record(self.synth.load(spec), spec)
 
@@ -140,9 +127,7 @@ class DatasetStage:
         for s in self.samples:
             status = sctx.statuses.get(s.key, {})
             if status.get("status") != "ok":
-                # Listed, so later stages and the scores count it as failed, not as absent.
-                rows.append({"subset": s.subset, "id": s.id, "task": s.task, "status": "failed",
-                             "reason": status.get("reason", "not built")})
+                rows.append(script_stage.failed_row(s, s.task, status, "not built"))
                 continue
             folder = sctx.output / SAMPLES / s.subset / s.id
             files = self.synth.sample_files(folder)
@@ -150,9 +135,7 @@ class DatasetStage:
             duration = float(sample["duration_s"])
             row = {"subset": s.subset, "id": s.id, "task": s.task, "duration_s": duration, "files": files}
             if "voices" in sample:
-                row["voices"] = {sp: {k: v[k] for k in ("engine", "voice", "rate", "model_sha256")}
-                                 | {"settings_sha256": sha256_json(v["settings"])}
-                                 for sp, v in sample["voices"].items()}
+                row["voices"] = {sp: script_stage.voice_row(v) for sp, v in sample["voices"].items()}
             rows.append(row)
             if "backchannel" in sample:
                 bc, sr = sample["backchannel"], int(sample["sample_rate"])
@@ -161,10 +144,9 @@ class DatasetStage:
             audio_s += duration
             synth_s += status.get("seconds", 0.0)
             cached += bool(status.get("cached"))
-        used = {sub: sc for sub, sc in self.scripts.items() if any(r["subset"] == sub for r in rows)}
         manifest = {
             "dataset": self.cfg["dataset"],
-            "version": sha256_json({sub: sc.sha256 for sub, sc in sorted(used.items())})[:16],
+            "version": script_stage.scripts_version(script_stage.used_scripts(self.scripts, rows)),
             "source": self.source(),
             "samples": rows,
         }
@@ -203,10 +185,6 @@ class DatasetStage:
             out["voice_mixes"] = mixes
             out["voices"] = {k: self.loaded[k] for k in sorted(self.loaded)}
         return out
-
-
-def _spec_id(spec: dict) -> str:
-    return f"{spec['engine']}:{spec['voice'] or 'default'}@{float(spec.get('rate', 1.0)):g}"
 
 
 def make_stage(config: dict, synth) -> DatasetStage:

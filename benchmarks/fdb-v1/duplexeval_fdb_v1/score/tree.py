@@ -20,7 +20,7 @@ from typing import Callable
 import soundfile as sf
 
 from duplexeval_common.samples import id_sort_key as sort_key
-from duplexeval_common.samples import inside, name_problem
+from duplexeval_common.samples import ScoredSample, inside, name_problem
 
 from duplexeval_common.errors import InputError
 from duplexeval_common.timebase import is_number, to_us
@@ -37,12 +37,7 @@ WORD_END_TOLERANCE_S = 0.5
 
 
 @dataclass
-class Sample:
-    subset: str
-    id: str
-    task: str
-    dir: Path
-    reasons: list[str] = field(default_factory=list)
+class Sample(ScoredSample):
     T_us: int | None = None
     words: list[tuple[int, int]] = field(default_factory=list)  # (start_us, end_us), by start
     pauses: list[tuple[int, int]] = field(default_factory=list)
@@ -53,14 +48,6 @@ class Sample:
     output_channels: int | None = None
     rating: int | None = None
     invalid: tuple[str, str] | None = None  # (reason, one-line problem): the first load-time problem
-
-    @property
-    def key(self) -> str:
-        return f"{self.subset}/{self.id}"
-
-    @property
-    def eligible(self) -> bool:
-        return not self.reasons
 
 
 def read_json(path: Path, where: str):

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +24,11 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_tts import voices as voicemix
 from duplexeval_fdb_v1.dataset.compose import BIN_S, backchannel_gt
 from duplexeval_fdb_v1.dataset.stage import DatasetStage
-from duplexeval_tts.cli import make_stage
 from duplexeval_tts.synth import SYNTH as ENGINES
 from duplexeval_fdb_v1.dataset.scripts import load_scripts, parse_entry
 
+from tests.conftest import assert_same_sample_files, check_generator
+from tests.tts_synth import conftest as tts_synth_conftest
 from tests.tts_synth.conftest import run_cli, write_config
 
 REPO = Path(__file__).resolve().parents[4]
@@ -49,10 +48,7 @@ SPEECH_SIDE_S = 0.200
 
 
 def synthesize(source: Path, out: Path, **config) -> Path:
-    config = {"benchmark": "fdb-v1", **config}
-    code = make_stage(config).run([source], out, config)
-    assert code == 0, (out / "stage.json").read_text()
-    return out
+    return tts_synth_conftest.synthesize("fdb-v1", source, out, **config)
 
 
 @pytest.fixture(scope="module")
@@ -257,30 +253,15 @@ def test_jobs_1_and_2_give_the_same_bytes(mini_all, synth_tenth, tmp_path):
                   for p in ("conversational_turn_taking/", "conversational_pause_handling/", "synthetic_backchannel/")]
     synth_one = synthesize(SYNTH, tmp_path / "synth1", dataset="fdb-synth", jobs=1, samples=synth_keys)
     for tree_one, tree_two, ks in ((one, mini_all, keys), (synth_one, synth_tenth, synth_keys)):
-        for key in ks:
-            a, b = tree_one / "samples" / key, tree_two / "samples" / key
-            names = sorted(p.name for p in a.iterdir())
-            assert names == sorted(p.name for p in b.iterdir())
-            for name in names:
-                assert (a / name).read_bytes() == (b / name).read_bytes(), f"{key}/{name}"
+        assert_same_sample_files(tree_one, tree_two, ks)
     gt_one = read_json(synth_one / "icc_gt_distribution.json")
     gt_two = read_json(synth_tenth / "icc_gt_distribution.json")
     assert all(gt_one[k] == gt_two[k] for k in gt_one)
 
 
 def test_generator_check(tmp_path):
-    gen = SYNTH / "generate.py"
-    r = subprocess.run([sys.executable, gen, "--check"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, gen, "--out", tmp_path], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    for subset, n in OFFICIAL_SIZES.items():
-        assert (tmp_path / f"{subset}.json").read_bytes() == (SYNTH / f"{subset}.json").read_bytes()
-        assert len(json.loads((SYNTH / f"{subset}.json").read_text())["samples"]) == n
-    path = tmp_path / "synthetic_backchannel.json"
-    path.write_text(path.read_text().replace("monologue", "monologue ", 1))
-    r = subprocess.run([sys.executable, gen, "--check", "--out", tmp_path], capture_output=True, text=True)
-    assert r.returncode == 1 and "synthetic_backchannel.json" in r.stderr
+    check_generator(SYNTH, OFFICIAL_SIZES, "samples", tmp_path, "synthetic_backchannel.json",
+                    "monologue", "monologue ")
 
 
 def test_fdb_synth_scripts_parse_and_are_distinct():

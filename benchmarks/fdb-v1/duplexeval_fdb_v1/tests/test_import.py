@@ -1,13 +1,10 @@
 """`duplexeval import`: the official v1.0 layout and plain folders, every check, the manifest, and
 an imported dataset used by name in a real `duplexeval eval`."""
 
-import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
-import soundfile as sf
 
 from duplexeval import catalog, importing
 from duplexeval_fdb_v1 import importers
@@ -15,7 +12,8 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file, sha256_tree
 from duplexeval_common.jsonio import read_json
 
-from tests.conftest import command, silence, tone
+from tests.conftest import dx, silence, tone, tts_synth
+from tests.conftest import write_json as js, write_wav as wav
 
 
 def import_fdb_v1(src, name, **kw):
@@ -27,22 +25,6 @@ def import_fdb_v1(src, name, **kw):
 def import_folder(src, name, **kw):
     from duplexeval import importing
     return importers.import_folder(importing, src, name, **kw)
-
-
-def dx(home, *args):
-    env = {**os.environ, "DUPLEXEVAL_HOME": str(home)}
-    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True,
-                          text=True, env=env)
-
-
-def wav(path, audio, sr):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), audio, sr, subtype="PCM_16")
-
-
-def js(path, obj):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj))
 
 
 def pause_sample(d, sr=48000):
@@ -361,13 +343,6 @@ def test_catalog_finds_imported_datasets_and_builtins_win(tmp_path, monkeypatch)
     (tmp_path / "datasets" / "mine" / "manifest.json").write_text("{")
     with pytest.raises(DuplexEvalError, match="manifest.json is not readable"):
         catalog.dataset("mine")
-
-
-def tts_synth(inp, out, config):
-    cfg = out.parent / f"{out.name}.config.json"
-    cfg.write_text(json.dumps(config))
-    return subprocess.run([command("tts-synth"), "run", "--input", str(inp), "--output", str(out),
-                           "--config", str(cfg)], capture_output=True, text=True)
 
 
 def test_dataset_stage_in_import_mode_copies_verifies_and_annotates(tmp_path):

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from duplexeval_common import script_stage
 from duplexeval_common.errors import DuplexEvalError, SampleError
-from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
-from duplexeval_common.samples import SAMPLES, Inputs, Sample, select_subsets
+from duplexeval_common.samples import SAMPLES, Inputs, Sample
+from duplexeval_common.script_stage import spec_id
 from duplexeval_common.stage import SampleContext, StageContext
 
 from ..schemas import SCHEMAS
@@ -94,18 +95,15 @@ class MtrStage:
     # -- selection ---------------------------------------------------------------------------
 
     def select(self, inputs: Inputs, _config: dict) -> list[Sample]:
-        if len(inputs.dirs) != 1:
-            raise DuplexEvalError("tts-synth needs exactly one --input: the dataset's script folder")
-        self.folder = Path(inputs.dirs[0])
-        self.cfg["dataset"] = self.cfg["dataset"] or Path(inputs.dirs[0]).name
+        self.folder = script_stage.script_folder(inputs)
+        self.cfg["dataset"] = self.cfg["dataset"] or self.folder.name
         files = sorted(self.folder.glob("*.json"))
         others = [p.name for p in files if not mtr_script.is_mtr_file(p)]
         if others:
             raise DuplexEvalError(f"{self.folder}: mixes {mtr_script.FORMAT} scripts with other files "
                                   f"({', '.join(others)}); an MTR dataset folder holds only {mtr_script.FORMAT} files")
         self.scripts = {s.subset: s for s in (mtr_script.load(f, self.synth.parse_specs) for f in files)}
-        keep = select_subsets(list(self.scripts), self.cfg["subsets"], "tts-synth")
-        self.scripts = {k: v for k, v in self.scripts.items() if k in keep}
+        self.scripts = script_stage.keep_subsets(self.scripts, self.cfg["subsets"])
         limit = self.cfg["limit"]
         for subset, script in sorted(self.scripts.items()):
             entries = script.dialogues if limit is None else script.dialogues[:limit]
@@ -122,10 +120,7 @@ class MtrStage:
             keys = set(only)
             known = {s.key for u in self.units for s in u.samples} | \
                 {f"{u.script.subset}/{u.dialogue_id}" for u in self.units}
-            unknown = keys - known
-            if unknown:
-                raise DuplexEvalError(f"setting samples names {len(unknown)} sample(s) the scripts do not have "
-                                      f"(within limit), e.g. {sorted(unknown)[0]}")
+            script_stage.check_known(keys, known)
             for u in self.units:
                 if f"{u.script.subset}/{u.dialogue_id}" not in keys:
                     u.samples = [s for s in u.samples if s.key in keys]
@@ -256,9 +251,8 @@ class MtrStage:
             for s in u.samples:
                 status = sctx.statuses.get(s.key, {})
                 if status.get("status") != "ok":
-                    rows.append({"subset": s.subset, "id": s.id, "task": u.script.task, "status": "failed",
-                                 "reason": status.get("reason", "not built"), "kind": kind,
-                                 "group": u.dialogue_id})
+                    rows.append(script_stage.failed_row(s, u.script.task, status, "not built")
+                                | {"kind": kind, "group": u.dialogue_id})
                     continue
                 folder = sctx.output / SAMPLES / s.subset / s.id
                 doc = read_json(folder / ("dialogue.json" if kind == "dialogue" else "round.json"))
@@ -271,7 +265,7 @@ class MtrStage:
                 cached += bool(status.get("cached"))
         used = {u.script.subset: u.script for u in self.units}
         manifest = {"dataset": self.cfg["dataset"],
-                    "version": sha256_json({k: sc.sha256 for k, sc in sorted(used.items())})[:16],
+                    "version": script_stage.scripts_version(used),
                     "source": self.source(used), "samples": rows}
         sctx.write_json("manifest.json", manifest, "manifest")
         log(f"[tts-synth] MTR manifest: {len(rows)} samples of {len(self.units)} dialogues ({cached} cached), "
@@ -281,8 +275,7 @@ class MtrStage:
         rec = self.loaded.get(spec_id(spec))
         if rec is None:   # setup did not run (every sample was cached): load it now
             rec = self.loaded[spec_id(spec)] = self.synth.record(self.synth.load(spec), spec)
-        return {k: rec[k] for k in ("engine", "voice", "rate", "model_sha256")} | \
-            {"settings_sha256": sha256_json(rec["settings"])}
+        return script_stage.voice_row(rec)
 
     def source(self, used: dict) -> dict:
         L = mtr_layout
@@ -308,10 +301,6 @@ class MtrStage:
         self.pool.close()
         with self._lock:
             self._built.clear()
-
-
-def spec_id(spec: dict) -> str:
-    return f"{spec['engine']}:{spec['voice'] or 'default'}@{float(spec.get('rate', 1.0)):g}"
 
 
 def make_stage(config: dict, synth) -> MtrStage:

@@ -26,11 +26,11 @@ File-level problems stop the stage with one line; a bad dialogue fails only its 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval_common import dataset_scripts as ds
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json_object
@@ -96,15 +96,9 @@ def load(path: Path, parse_specs: Callable) -> MtrScript:
     path = Path(path)
     where = f"script {path.name}"
     doc = read_json_object(path, where)
-    if doc.get("format") != FORMAT:
-        raise DuplexEvalError(f"{where}: format must be {FORMAT!r}, got {doc.get('format')!r}")
-    unknown = set(doc) - TOP_KEYS
-    if unknown:
-        raise DuplexEvalError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: "
-                              f"{', '.join(sorted(TOP_KEYS))}")
-    subset = path.stem
-    if doc.get("subset", subset) != subset:
-        raise DuplexEvalError(f"{where}: subset {doc.get('subset')!r} differs from the file name")
+    ds.check_format(where, doc, FORMAT)
+    ds.check_keys(where, doc, TOP_KEYS)
+    subset = ds.subset_of(where, doc, path)
     problem = name_problem(subset)
     if problem:
         raise DuplexEvalError(f"{where}: subset name {problem}")
@@ -116,11 +110,9 @@ def load(path: Path, parse_specs: Callable) -> MtrScript:
     set_ = _set_of(where, subset, task, doc)
     voices = parse_voices(f"{where} voices", doc.get("voices", {}), parse_specs)
     gain = doc.get("background_gain_db", DEFAULT_BACKGROUND_GAIN_DB)
-    if not _number(gain) or not -40 <= gain <= 0:
+    if not ds.is_number(gain) or not -40 <= gain <= 0:
         raise DuplexEvalError(f"{where}: background_gain_db must be a number of dB in [-40, 0]")
-    seed = doc.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise DuplexEvalError(f"{where}: seed must be a whole number >= 0")
+    seed = ds.seed_of(where, doc)
     dialogues = doc.get("dialogues")
     if not isinstance(dialogues, list) or not dialogues:
         raise DuplexEvalError(f"{where}: 'dialogues' must be a non-empty list")
@@ -176,10 +168,6 @@ def raw_rounds(entry: Any) -> int:
 
 # -- one dialogue -------------------------------------------------------------------------------
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _text(obj: dict, key: str, where: str) -> str:
     v = obj.get(key)
     if not isinstance(v, str) or not v.strip():
@@ -189,20 +177,17 @@ def _text(obj: dict, key: str, where: str) -> str:
 
 def _in(obj: dict, key: str, low: float, high: float, where: str, low_open: bool = False) -> float:
     v = obj.get(key)
-    if not _number(v) or v > high or v < low or (low_open and v == low):
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{where}{key} must be a number in {bracket}{low:g}, {high:g}], got {v!r}")
+    if not ds.in_range(v, low, high, low_open):
+        raise ValueError(f"{where}{key} must be a number in {ds.range_text(low, high, low_open)}, got {v!r}")
     return float(v)
 
 
 def _keys(obj: Any, required: set, optional: set, where: str) -> dict:
     if not isinstance(obj, dict):
         raise ValueError(f"{where}expected an object, got {type(obj).__name__}")
-    missing, unknown = required - set(obj), set(obj) - required - optional
-    if missing or unknown:
-        what = [f"missing {', '.join(sorted(missing))}"] if missing else []
-        what += [f"unknown key(s) {', '.join(sorted(unknown))}"] if unknown else []
-        raise ValueError(where + "; ".join(what))
+    problems = ds.key_problems(required, optional, obj)
+    if problems:
+        raise ValueError(where + problems)
     return obj
 
 
