@@ -78,7 +78,8 @@ def rounds(tmp_path_factory):
     })
     # round.json that is not JSON at all
     (root / "in/samples/smooth_features/d2-r02/round.json").write_text("{not json")
-    r = run_stage([root / "in"], root / "out")
+    # the crop is the mtr benchmark's rule (its asr hook): the stage's settings name the benchmark
+    r = run_stage([root / "in"], root / "out", {"benchmark": "mtr"})
     return {"root": root, "out": root / "out", "proc": r, "start_a": start_a, "start_b": start_b,
             "reply_at": reply_at, "len_a": len(out_a), "len_b": len(out_b)}
 

@@ -16,6 +16,7 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_common.samples import Inputs
 from duplexeval_tts.cli import make_stage
 from duplexeval_tts.engines import TRIM_THRESHOLD
+from duplexeval_tts.synth import SYNTH
 from duplexeval_mtr.dataset.build import MtrStage
 from duplexeval_mtr.schemas import SCHEMAS
 
@@ -66,7 +67,7 @@ def write_dataset(folder: Path) -> Path:
 
 
 def build(folder: Path, out: Path, **cfg) -> int:
-    config = {"dataset": "mtr-test", "jobs": 1, **cfg}
+    config = {"benchmark": "mtr", "dataset": "mtr-test", "jobs": 1, **cfg}
     return make_stage(config).run([folder], out, config, allow_failures=True)
 
 
@@ -97,7 +98,7 @@ def n(t: float) -> int:
 
 
 def gt_channels(dataset: Path, subset: str, dialogue_id: str):
-    stage = MtrStage({"jobs": 1}, dataset)
+    stage = MtrStage({"benchmark": "mtr", "jobs": 1}, SYNTH)
     stage.select(Inputs([dataset]), {})
     unit = next(u for u in stage.units if u.script.subset == subset and u.dialogue_id == dialogue_id)
     return stage.dialogue(unit)

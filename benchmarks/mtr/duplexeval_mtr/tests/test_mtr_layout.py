@@ -10,6 +10,7 @@ import pytest
 
 from duplexeval_mtr.dataset import layout as L
 from duplexeval_mtr.dataset import script as M
+from duplexeval_tts import voices as voicemix
 
 SR = 16000
 EPS = 1.5 / SR   # a fraction of a length is placed to the nearest sample
@@ -214,7 +215,7 @@ def test_shipped_scripts_lay_out_with_modelled_durations():
     n = 0
     for folder in ("mtr-synth", "mtr-mini"):
         for path in sorted((root / folder).glob("*.json")):
-            s = M.load(path)
+            s = M.load(path, voicemix.parse_specs)
             for raw in s.dialogues:
                 d = M.parse_dialogue(s, raw)
                 rate = {"user": 0.2, "model": 0.28, "background": 0.3}

@@ -13,12 +13,11 @@ from click.testing import CliRunner
 
 from duplexeval_aggregator.cli import main
 from duplexeval_mtr.score.judged import DQ_RESCALE
-from duplexeval_mtr.score.pipeline import parse_round_id
+from duplexeval_mtr.score.pipeline import parse_round_id, score_stage as mtr_score_stage
 from duplexeval_aggregator.pipeline_stage import make_stage
 from duplexeval_fdb_v1.score.stage import score as fdb_score_stage
 from duplexeval_common.cli import check_config
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.schemas import problem
 from duplexeval_mtr.schemas import SCHEMAS
 
 COMPONENTS = {"dataset": "tts-synth", "rounds": "turn-segmenter", "runner": "duplex-runner",
@@ -80,8 +79,8 @@ class Run:
         if rj is not False:
             self.file(stage, key, "round.json", rj)
         self.status[stage][key] = {"status": "ok"}
-        if listed:
-            self.manifest.append({"subset": subset, "id": sid, "mtr": "round"})
+        if listed:  # a row as the dataset and rounds stages write it: its task, kind and group
+            self.manifest.append({"subset": subset, "id": sid, "task": task, "kind": "round", "group": did})
         if runner == "failed":
             self.status["runner"][key] = {"status": "failed", "reason": "session closed\nby the model"}
             self.status["asr"][key] = {"status": "skipped", "reason": "failed upstream in duplex-runner: boom"}
@@ -398,10 +397,18 @@ def test_round_ids_and_settings():
         assert parse_round_id(bad) is None, bad
     check_config("aggregator", {"benchmark": "mtr"})
     with pytest.raises(DuplexEvalError):
-        check_config("aggregator", {"benchmark": "mtr-duplexbench"})
-    assert make_stage({}).finalize is fdb_score_stage              # fdb-v1 stays the default
+        check_config("aggregator", {"benchmark": ""})
+    # the schema takes any benchmark name; the stage refuses one no package registers (one line)
+    with pytest.raises(DuplexEvalError, match="mtr-duplexbench") as err:
+        make_stage({"benchmark": "mtr-duplexbench"})
+    assert "\n" not in str(err.value)
+    # there is no default benchmark any more: a stage config names its own
+    with pytest.raises(DuplexEvalError, match="`benchmark` is missing"):
+        make_stage({})
     assert make_stage({"benchmark": "fdb-v1"}).finalize is fdb_score_stage
-    assert make_stage({"benchmark": "mtr"}).finalize is not fdb_score_stage
+    assert make_stage({"benchmark": "mtr"}).finalize is mtr_score_stage
+    with pytest.raises(DuplexEvalError, match="has no setting icc_gt"):
+        make_stage({"benchmark": "mtr", "icc_gt": "x.json"})    # fdb-v1's setting, not MTR's
 
 
 def test_a_dialogue_the_rounds_stage_could_not_cut_is_invalid(scored):

@@ -12,6 +12,8 @@ import pytest
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_mtr.dataset import script as M
+from duplexeval_mtr.schemas import SCHEMAS
+from duplexeval_tts import voices as voicemix
 
 REPO = Path(__file__).resolve().parents[4]
 GENERATOR = REPO / "benchmarks" / "mtr" / "datasets" / "mtr-synth" / "generate.py"
@@ -27,7 +29,8 @@ def gen():
 
 
 def load_all(folder: str) -> dict[str, M.MtrScript]:
-    return {p.stem: M.load(p) for p in sorted((REPO / "benchmarks" / "mtr" / "datasets" / folder).glob("*.json"))}
+    files = sorted((REPO / "benchmarks" / "mtr" / "datasets" / folder).glob("*.json"))
+    return {p.stem: M.load(p, voicemix.parse_specs) for p in files}
 
 
 def test_generator_check_passes_and_detects_a_change(tmp_path):
@@ -87,7 +90,7 @@ def test_mini_is_small():
 def test_interrupting_turns_outlast_tau():
     """Every interrupting user turn of both datasets has at least MIN_INTERRUPT_WORDS words, so it
     lasts well over the paper's tau = 2 s and the interruption window [start + tau, end] is not
-    empty (built mtr-mini: at least 4.3 s; tests/e2e/test_mtr_eval.py)."""
+    empty (built mtr-mini: at least 4.3 s; test_mtr_eval.py)."""
     n = 0
     for folder in ("mtr-mini", "mtr-synth"):
         for sc in load_all(folder).values():
@@ -110,8 +113,10 @@ def test_content_pools():
 
 
 def test_round_sample_schema_carries_the_encoding_round():
-    mine = json.loads((REPO / "schemas" / "mtr-round-sample.schema.json").read_text())
-    enc = json.loads((REPO / "schemas" / "mtr-encoding.schema.json").read_text())
+    # the package's own schemas (duplexeval_mtr/schemas/), once schemas/mtr-*.schema.json
+    folder = Path(SCHEMAS.folder)
+    mine = json.loads((folder / "round-sample.schema.json").read_text())
+    enc = json.loads((folder / "encoding.schema.json").read_text())
     assert mine["$defs"]["encoding_round"] == enc["$defs"]["round"]
 
 
@@ -136,7 +141,7 @@ ROUND = {"features": ["S"], "user": "What is two plus two?", "response": "Four."
 def test_file_level_problems(tmp_path, change, problem):
     doc = {"format": "mtr-script/1", "dialogues": [{"id": "a", "opener": "Hi.", "rounds": [ROUND]}]} | change
     with pytest.raises(DuplexEvalError, match=problem):
-        M.load(script(tmp_path, "smooth_safety", doc))
+        M.load(script(tmp_path, "smooth_safety", doc), voicemix.parse_specs)
 
 
 @pytest.mark.parametrize("rnd, problem", [
@@ -148,7 +153,8 @@ def test_file_level_problems(tmp_path, change, problem):
 ])
 def test_entry_problems_name_the_round(tmp_path, rnd, problem):
     s = M.load(script(tmp_path, "smooth_safety", {"format": "mtr-script/1",
-                                                  "dialogues": [{"id": "a", "opener": "Hi.", "rounds": [rnd]}]}))
+                                                  "dialogues": [{"id": "a", "opener": "Hi.", "rounds": [rnd]}]}),
+               voicemix.parse_specs)
     with pytest.raises(ValueError, match=problem) as err:
         M.parse_dialogue(s, s.dialogues[0])
     assert "\n" not in str(err.value)

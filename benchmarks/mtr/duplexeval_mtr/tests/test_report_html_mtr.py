@@ -1,4 +1,5 @@
-"""The HTML report of an MTR-DuplexBench run (html/mtr_report.py): two real small runs (silence and
+"""The HTML report of an MTR-DuplexBench run (duplexeval_mtr/report.py, the benchmark's report
+hook; the shared page pieces are duplexeval_common.html): two real small runs (silence and
 always-talk on pause_features + smooth_instruction_following, judge none) made once for the module;
 every table cell checked against metrics.json and rounds.jsonl, the round figure, a round sample's
 page (window, ground-truth history, encoding markers, cropped audio), missing and damaged pieces,
@@ -44,6 +45,12 @@ def runs(tmp_path_factory):
 
 def record(run: Path) -> dict:
     return read_json(run / "run.json")
+
+
+def build_report(store, rec: dict, out: Path) -> int:
+    """The report as `duplexeval report` builds it: the report hook of the benchmark the record names."""
+    from duplexeval.reports import benchmark_of
+    return benchmark_of(rec).hook("report").build(store, rec, out)
 
 
 def stage_dir(run: Path, name: str) -> Path:
@@ -103,7 +110,7 @@ def test_range_and_round_tables_equal_metrics_json(runs, model):
 def test_round_figure_draws_the_paper_column(runs):
     from PIL import Image
 
-    from duplexeval.html import plots
+    from duplexeval_common.html import plots
     run = runs["always-talk"]
     metrics = read_json(run / "metrics.json")
     text = (run / "report.html").read_text()
@@ -161,7 +168,8 @@ def _wav_frames(text: str, element: str) -> int:
 
 
 def test_round_page_window_history_and_encoding_markers(runs):
-    from duplexeval.html import mtr_report, timeline
+    from duplexeval_common.html import timeline
+    from duplexeval_mtr import report as mtr_report
     run = runs["always-talk"]
     key = "pause_features/pause-000-r03"
     rj = round_json(run, key)
@@ -240,14 +248,13 @@ def copy_home(runs, dst: Path) -> Path:
 
 
 def test_same_bytes_each_build(runs, tmp_path):
-    from duplexeval.html import run_report
     from duplexeval.store import Store
     run = runs["silence"]
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
         out.mkdir()
-        assert run_report.build(Store(runs["home"]), record(run), out) == 20
+        assert build_report(Store(runs["home"]), record(run), out) == 20
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*.html"))})
     assert outs[0] == outs[1] and len(outs[0]) == 21
     assert (run / "report.html").read_bytes() == outs[0][Path("report.html")]   # eval's build
@@ -256,7 +263,6 @@ def test_same_bytes_each_build(runs, tmp_path):
 def test_missing_round_and_damaged_files(runs, tmp_path):
     """A round whose runner failed (no output.wav; metrics.json and run.json say why), a damaged
     transcript.json and a round without round.json: said so, the rest as usual."""
-    from duplexeval.html import run_report
     from duplexeval.store import Store
     h = copy_home(runs, tmp_path / "h")
     run = (h / "runs" / runs["silence"].name)
@@ -280,7 +286,7 @@ def test_missing_round_and_damaged_files(runs, tmp_path):
     rec.update(status="partial", missing={lost: why})
     out = tmp_path / "out"
     out.mkdir()
-    assert run_report.build(Store(h), rec, out) == 20
+    assert build_report(Store(h), rec, out) == 20
     index = out / "report.html"
     tables = dict(parse(index).tables)
     assert tables["mtr-missing"][1:] == [[lost, why]]
@@ -303,23 +309,29 @@ def test_missing_round_and_damaged_files(runs, tmp_path):
     (agg / "metrics.json").write_text(json.dumps(metrics))
     out2 = tmp_path / "out2"
     out2.mkdir()
-    run_report.build(Store(h), rec, out2)
+    build_report(Store(h), rec, out2)
     text = (out2 / "report.html").read_text()
     assert "pause_features: metrics.json entry not readable" in text
     assert "mtr-ranges-smooth_instruction_following" in text
 
 
 def test_fdb_path_unchanged(tmp_path):
-    """A record without "benchmark" (Full-Duplex-Bench v1.0) is built by run_report as before; the
-    timeline's script is the one FDB pages have always had, and the window script only adds the offset."""
-    from duplexeval.html import mtr_report, run_report, timeline
+    """A record without "benchmark" (Full-Duplex-Bench v1.0, the default benchmark) is built by
+    fdb-v1's report as before; the timeline's script is the one FDB pages have always had, and the
+    window script only adds the offset."""
+    from duplexeval.reports import benchmark_of
     from duplexeval.store import Store
-    assert not mtr_report.is_mtr({}) and not mtr_report.is_mtr({"benchmark": "fdb-v1"})
-    assert mtr_report.is_mtr({"benchmark": "mtr"})
+    from duplexeval_common.html import timeline
+    from duplexeval_fdb_v1.report import run_report as fdb_report
+    from duplexeval_mtr import report as mtr_report
+    # the report is the hook of the benchmark the record names (a record naming none: the default)
+    assert benchmark_of({}).hook("report") is fdb_report
+    assert benchmark_of({"benchmark": "fdb-v1"}).hook("report") is fdb_report
+    assert benchmark_of({"benchmark": "mtr"}).hook("report") is mtr_report
     out = tmp_path / "out"
     out.mkdir()
     rec = {"model": "m", "dataset": "fdb-mini", "status": "ok", "stages": []}
-    assert run_report.build(Store(tmp_path / "home"), rec, out) == 0
+    assert build_report(Store(tmp_path / "home"), rec, out) == 0
     text = (out / "report.html").read_text()
     assert "duplexeval report: m on fdb-mini</title>" in text and "MTR-DuplexBench" not in text
     assert "Every sample is in the metrics." in text
@@ -331,7 +343,7 @@ def test_fdb_path_unchanged(tmp_path):
     assert undone == timeline.TIMELINE_JS
     out2 = tmp_path / "out2"
     out2.mkdir()
-    assert run_report.build(Store(tmp_path / "home"), {**rec, "benchmark": "mtr"}, out2) == 0
+    assert build_report(Store(tmp_path / "home"), {**rec, "benchmark": "mtr"}, out2) == 0
     assert "No metrics: the aggregate stage did not complete" in (out2 / "report.html").read_text()
     assert "MTR-DuplexBench" in (out2 / "report.html").read_text()
 
@@ -340,14 +352,14 @@ def test_window_page_in_chromium(runs):
     """A round page in headless chromium (skipped without it, as tests/e2e/test_report_browser.py):
     the audio starts at the axis' start t0, so a click at time t seeks both players to t - t0 and
     the playhead follows the playing audio at t0 + currentTime."""
-    from ..e2e.test_report_browser import _need_browser, resources, severe, wait_for
+    from tests.e2e.test_report_browser import _need_browser, resources, severe, wait_for
     _need_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    from ..e2e.test_report_browser import CHROMEDRIVER, CHROMIUM
+    from tests.e2e.test_report_browser import CHROMEDRIVER, CHROMIUM
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -396,7 +408,8 @@ def test_window_page_in_chromium(runs):
 def test_judged_sections_and_figure_on_constructed_metrics():
     """A judged run (constructed metrics.json cells): rates and scores shown, no "not judged"; the
     judged rates get their own figure, dialogue quality (a mean score) is in the tables only."""
-    from duplexeval.html import mtr_report, run_report
+    from duplexeval_common.html import run as run_report
+    from duplexeval_mtr import report as mtr_report
 
     def cell(k, ok, hits, n=2):
         rate = {"value": hits / ok, "count": hits, "n": ok, "interval": [0.1, 0.9]}
