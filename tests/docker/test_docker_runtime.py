@@ -134,6 +134,7 @@ def test_other_asr_backends_run_in_docker_and_equal_local(tmp_path, asr):
     assert out["docker"] == out["local"]
 
 
+@pytest.mark.serial  # real-time sessions (make test runs it alone, after the parallel tests)
 def test_freeze_omni_in_its_runner_image_latency_barge_in_and_repair(tmp_path, server, cert):  # noqa: F811
     """The freeze-omni pipeline check (tests/e2e/test_runner_freeze_omni.py) with RUNTIME=docker:
     the runner stage runs in duplexeval/runner-freeze-omni, a client-only image."""

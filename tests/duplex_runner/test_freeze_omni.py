@@ -41,6 +41,9 @@ pytest.importorskip("aiohttp")
 from duplexeval_runner_freeze_omni import runner as freeze_omni  # noqa: E402
 from duplexeval_runner_freeze_omni.runner import FreezeOmniRunner  # noqa: E402
 
+# run alone, after the parallel tests (make test): real-time sessions: frame drift is asserted
+pytestmark = pytest.mark.serial
+
 SERVER = Path(__file__).with_name("freeze_omni_server.py")
 SR = 16000
 SUBSET = "synthetic_turn_taking"

@@ -37,6 +37,9 @@ pytest.importorskip("websockets")
 from duplexeval_runner_gemini_live import runner as gl  # noqa: E402
 from duplexeval_runner_gemini_live.runner import GeminiLiveRunner  # noqa: E402
 
+# run alone, after the parallel tests (make test): real-time sessions: reply placement is asserted to milliseconds
+pytestmark = pytest.mark.serial
+
 SERVER = Path(__file__).with_name("gemini_live_server.py")
 SR = 16000
 SUBSET = "synthetic_turn_taking"

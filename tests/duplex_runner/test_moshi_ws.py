@@ -41,6 +41,9 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("sphn")
 from duplexeval_runner_moshi_ws.runner import MoshiWSRunner, endpoint  # noqa: E402
 
+# run alone, after the parallel tests (make test): real-time sessions: frame drift is asserted
+pytestmark = pytest.mark.serial
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).with_name("moshi_server.py")
 MOSHI_PY = ROOT / ".venvs" / "runner-moshi" / "bin" / "python"

@@ -35,6 +35,9 @@ pytest.importorskip("websockets")
 
 from duplexeval_runner_openai_realtime.runner import OpenAIRealtimeRunner  # noqa: E402
 
+# run alone, after the parallel tests (make test): real-time sessions: frame drift is asserted
+pytestmark = pytest.mark.serial
+
 SERVER = Path(__file__).with_name("openai_realtime_server.py")
 SR = 24000
 SUBSET = "synthetic_turn_taking"

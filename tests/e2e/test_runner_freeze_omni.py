@@ -25,6 +25,9 @@ from ..conftest import command, exact_speech
 from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_freeze_omni import cert, server  # noqa: F401  (fixtures)
 
+# run alone, after the parallel tests (make test): real-time sessions: a sample past the drift limit is ineligible
+pytestmark = pytest.mark.serial
+
 # These tests are about placement, barge-in and repair, not about pacing (the core's drift check has
 # its own tests in tests/duplex_runner/test_clocks.py and is measured by perf/bench_runners.py):
 # a loaded 2-core machine can delay one send by more than 20 ms, so they allow 100 ms.

@@ -16,6 +16,8 @@ in a worker thread) must not make another one's pacing drift on a busy two-core 
 import os
 import subprocess
 
+import pytest
+
 import numpy as np
 import soundfile as sf
 
@@ -25,6 +27,9 @@ from duplexeval_common.wavio import write_wav
 from ..conftest import command, exact_speech
 from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_gemini_live import KEY, cert, server  # noqa: F401  (fixtures)
+
+# run alone, after the parallel tests (make test): real-time sessions: a sample past the drift limit is ineligible
+pytestmark = pytest.mark.serial
 
 # These tests are about placement, barge-in and repair, not about pacing (the core's drift check has
 # its own tests in tests/duplex_runner/test_clocks.py and is measured by perf/bench_runners.py):

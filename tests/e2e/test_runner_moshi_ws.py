@@ -31,6 +31,9 @@ from duplexeval_common.wavio import write_wav
 from ..conftest import command, exact_speech
 from ..conftest import SUBSET_ARGS
 
+# run alone, after the parallel tests (make test): real-time sessions: a sample past the drift limit is ineligible
+pytestmark = pytest.mark.serial
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "duplex_runner" / "moshi_server.py"
 MOSHI_PY = ROOT / ".venvs" / "runner-moshi" / "bin" / "python"

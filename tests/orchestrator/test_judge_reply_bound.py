@@ -22,6 +22,9 @@ from duplexeval_common.jsonio import read_json
 from ..conftest import SUBSET_ARGS, command
 from ..judge import chat_server
 
+# run alone, after the parallel tests (make test): it compares the judge stage's time with and without a 10 MB reply
+pytestmark = pytest.mark.serial
+
 REPLY = "Analysis: it handled the interruption.\nI would rate the AI's response as 4"
 BIG = "A" * 10_000_000
 

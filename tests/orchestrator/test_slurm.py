@@ -216,7 +216,10 @@ def test_the_mtr_plan_under_slurm_gives_the_local_executors_bytes(cluster, tmp_p
     """MTR-DuplexBench's plan (dataset, dialogue-asr, segment, rounds, runner, asr, judge, aggregate)
     under the Slurm executor: the same stage keys, and scored files equal to the local executor's,
     byte for byte."""
-    args = ("eval", "--benchmark", "mtr", "--model", "silence", "--limit", "1")
+    # one dialogue of a code-scored features set and one of the judged dialogue-quality set: every
+    # stage of the plan, at a fifth of the whole mini set's cost
+    args = ("eval", "--benchmark", "mtr", "--model", "silence", "--limit", "1",
+            "--subset", "smooth_features", "--subset", "synthetic_dialogue_quality")
     local = dx(tmp_path / "local", *args, env=cluster.env)
     assert local.returncode == 0, local.stderr[-3000:]
     r = dx(tmp_path / "slurm", *args, "--executor", "slurm", "--slurm-shards", "2", env=cluster.env)
