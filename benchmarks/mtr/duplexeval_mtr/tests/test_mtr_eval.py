@@ -145,9 +145,15 @@ def test_a_wrong_dataset_or_option_is_one_line(home):
     r = subprocess.run([command("duplexeval"), "--home", str(home), "eval", "--benchmark", "mtr", "--dataset",
                         "fdb-mini", "--model", "silence"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: dataset 'fdb-mini' belongs")
+    # fdb-v1's official_revision (once --official-revision) is a benchmark setting of fdb-v1, not mtr's:
+    # refused before anything runs, in one line that names the setting and mtr's (none)
+    from duplexeval_common import benchmarks
+    assert "official_revision" in [o.name for o in benchmarks.get("fdb-v1").options]
     r = subprocess.run([command("duplexeval"), "--home", str(home), "eval", "--benchmark", "mtr",
-                        "--official-revision", "d7336bd", "--model", "silence"], capture_output=True, text=True)
-    assert r.returncode == 2 and "applies to benchmark fdb-v1" in r.stderr
+                        "--benchmark-arg", "official_revision=d7336bd", "--model", "silence"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: benchmark mtr has no setting official_revision (known: none)"], r.stderr
 
 
 def test_cascade_teacher_forced_with_the_offline_judge(home, silence):
