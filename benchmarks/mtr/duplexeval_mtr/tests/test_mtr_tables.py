@@ -13,7 +13,6 @@ from duplexeval_aggregator.cli import main
 from duplexeval_mtr.score import score_tree
 from duplexeval_mtr.score.judged import DQ_RESCALE
 from duplexeval_common.stats import wilson
-from duplexeval_common.schemas import problem
 from duplexeval_mtr.schemas import SCHEMAS
 
 
