@@ -5,11 +5,14 @@ never takes the turn; `fixed-latency` starts speaking 1.0 s after each end of
 user speech, so its turn-taking latency is 1.0 s up to ASR word timing.
 """
 
+import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json
 
 from tests.conftest import command
@@ -55,6 +58,16 @@ def test_fixed_latency_responds_after_one_second(home, silence_run):
     assert abs(tt["official"]["latency"] - 1.0) < ASR_TOLERANCE_S
     assert abs(tt["unified"]["response_latency_s"]["value"] - 1.0) < ASR_TOLERANCE_S
     assert [s["cached"] for s in run["stages"]][0] is True  # the dataset is shared with the silence run
+
+
+def test_fixed_latency_gives_the_bytes_of_before_the_packages(home, silence_run):
+    """Benchmarks becoming packages changed no number: the scored files equal those the repository
+    wrote before (golden/before_packages.json says the commit, the command and the one line of
+    report.md that changed on purpose)."""
+    run, _, _, _ = evaluate(home, "fixed-latency")   # cached: the run of the test above
+    golden = json.loads((Path(__file__).parent / "golden" / "before_packages.json").read_text())
+    out = home / "store" / run["stages"][-1]["key"]
+    assert {n: sha256_file(out / n) for n in golden["files"]} == golden["files"]
 
 
 def test_second_eval_reuses_every_stage(home, silence_run):

@@ -10,12 +10,15 @@ offline local-llm judge judges its instruction-following rounds.
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
+from duplexeval_common.hashing import sha256_file
 from duplexeval_common.jsonio import read_json, read_jsonl
 
 from tests.conftest import command
@@ -69,6 +72,15 @@ def test_silence_on_the_whole_mini_set(silence):
     assert "pause_features" in r.stdout and "1.00/1.00" in r.stdout and "not judged" in r.stdout
     assert "note: judge none" in r.stdout
     assert run["summary"]["pause_features"]["ranges"]["1-10"]["paper"]["success"] == 1.0
+
+
+def test_silence_gives_the_bytes_of_before_the_packages(silence):
+    """Benchmarks becoming packages changed no number: the scored files equal those the repository
+    wrote before (golden/before_packages.json says the commit, the command and the one sentence of
+    report.md that changed on purpose)."""
+    _, _, stages, _ = silence
+    golden = json.loads((Path(__file__).parent / "golden" / "before_packages.json").read_text())
+    assert {n: sha256_file(stages["aggregate"] / n) for n in golden["files"]} == golden["files"]
 
 
 def test_interruptions_outlast_tau(silence):
