@@ -68,6 +68,7 @@ def load(what: str, threads: int, log: Callable[[str], None]) -> tuple[Any, Any,
     """(torch, tokenizer, model in eval mode, seconds) for SmolLM2, from the cache when it is there."""
     torch = optional.import_optional(what, "torch", HINTS["torch"])
     transformers = optional.import_optional(what, "transformers", HINTS["transformers"])
+    transformers.utils.logging.disable_progress_bar()   # the stage's own progress line says enough
     torch.set_num_threads(int(threads))
     path = gguf_file()
     t0 = time.perf_counter()
