@@ -82,7 +82,9 @@ def test_aggregator_image_is_the_one_used(docker_archive, tmp_path):
     home, run, archive = docker_archive
     image = DockerRuntime().image("aggregator")
     rec = rescored(home, run, archive, tmp_path / "out", "--runtime", "docker", "--aggregator-image", image)
-    assert rec["identity"] == DockerRuntime({"aggregator": image}).identity("aggregator")
+    from duplexeval_common import benchmarks
+    assert rec["identity"] == DockerRuntime({"aggregator": image}).identity("aggregator") + \
+        f"+benchmark:fdb-v1:sha256:{benchmarks.get('fdb-v1').digest()}"
     r = dx(home, "rescore", str(archive), "--runtime", "docker", "--aggregator-image", "duplexeval/no-such:0",
            "-o", str(tmp_path / "none"))
     assert r.returncode == 2 and "image duplexeval/no-such:0 not found" in r.stderr

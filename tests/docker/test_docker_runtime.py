@@ -74,24 +74,33 @@ def test_containers_run_as_the_invoking_user(docker_run):
 
 
 def test_swapping_the_asr_image_reruns_asr_and_keys_downstream_by_content(docker_run, tmp_path):
-    """A new asr-aligner image (another ID) re-runs the asr stage; what runs after it depends on
-    the content it produced: the swapped image computes the same bytes, so judge and aggregate,
-    whose keys hash the asr stage's content, are reused."""
+    """A new asr-aligner image (another ID, another setting) re-runs the asr stage; what runs after
+    it depends on the content it produced: the swapped image computes the same bytes, so judge and
+    aggregate, whose keys hash the asr stage's content, are reused. An image made FROM the engine's
+    that only adds a label is the same engine and keeps its identity (the label
+    org.duplexeval.engine it inherits is trusted only over the engine's own layers and settings)."""
     import docker
     from duplexeval.runtime_docker_stage import DockerRuntime
     from duplexeval.store import content_digest
+    from duplexeval_common import benchmarks
     run, metrics = docker_run
     home = metrics.parents[2]
     client = docker.DockerClient(base_url=_host())
     base = DockerRuntime().image("asr-aligner")
-    dockerfile = f"FROM {base}\nLABEL org.duplexeval.test=swap\n".encode()
+    relabelled, _ = client.images.build(fileobj=io.BytesIO(f"FROM {base}\nLABEL org.duplexeval.test=relabel\n".encode()),
+                                        tag="duplexeval/asr-aligner:relabel-test", network_mode="none", rm=True)
+    assert relabelled.id != client.images.get(base).id
+    assert DockerRuntime({"asr-aligner": "duplexeval/asr-aligner:relabel-test"}).identity("asr-aligner") == \
+        DockerRuntime().identity("asr-aligner")
+    dockerfile = f"FROM {base}\nENV DUPLEXEVAL_SWAP_TEST=1\n".encode()
     swapped, _ = client.images.build(fileobj=io.BytesIO(dockerfile), tag="duplexeval/asr-aligner:swap-test",
                                      network_mode="none", rm=True)
     assert swapped.id != client.images.get(base).id
     again, _ = evaluate(home, "--runtime", "docker", "--image", "asr-aligner=duplexeval/asr-aligner:swap-test")
     cached = {s["name"]: s["cached"] for s in again["stages"]}
     assert cached == {"dataset": True, "runner": True, "asr": False, "judge": True, "aggregate": True}
-    assert again["stages"][2]["identity"] == f"image:{swapped.id}"
+    assert again["stages"][2]["identity"] == f"image:{swapped.id}+benchmark:fdb-v1:sha256:" \
+        f"{benchmarks.get('fdb-v1').digest()}"
     assert again["stages"][2]["key"] != run["stages"][2]["key"]
     digests = [content_digest(read_json(home / "store" / r["stages"][2]["key"] / "stage.json")) for r in (run, again)]
     assert digests[0] == digests[1]

@@ -70,6 +70,26 @@ def image_id(image: str) -> str:
         client.close()
 
 
+def over_engine(image: str, engine: str) -> bool:
+    """Whether `image` is the engine image `engine` (an ID) plus at most one layer (the benchmark
+    packages that docker/build-image.sh adds), with the engine's environment, user and working
+    folder: only then may the image's identity be the engine's. An image made FROM it with another
+    layer or setting (a swapped image) is not, and a missing engine image proves nothing."""
+    import docker.errors
+    client = _client()
+    try:
+        own, base = client.images.get(image).attrs, client.images.get(engine).attrs
+    except docker.errors.ImageNotFound:
+        return False
+    finally:
+        client.close()
+    mine, under = own["RootFS"].get("Layers") or [], base["RootFS"].get("Layers") or []
+    if mine[:len(under)] != under or len(mine) > len(under) + 1:
+        return False
+    return all((own.get("Config") or {}).get(k) == (base.get("Config") or {}).get(k)
+               for k in ("Env", "User", "WorkingDir"))
+
+
 def image_labels(image: str) -> dict[str, str]:
     """The labels of a local image ({} when it has none)."""
     import docker.errors

@@ -22,7 +22,7 @@ from duplexeval_common.watchdog import watchdog
 
 from .paths import component_dir, is_runner
 from .runtime import Call, Limits, LogRelay, Outcome, numeric_env
-from .runtime_docker import docker_host, image_id, image_labels, run_stage_in_container
+from .runtime_docker import docker_host, image_id, image_labels, over_engine, run_stage_in_container
 
 ENGINE_LABEL = "org.duplexeval.engine"
 BENCHMARKS_LABEL = "org.duplexeval.benchmarks"
@@ -56,8 +56,12 @@ class DockerRuntime:
 
     def identity(self, component: str) -> str:
         if component not in self._ids:
+            # the engine's ID, so that rebuilding only the benchmark layer moves no component's
+            # identity; but only for an image that is that engine and its benchmark layer (a label
+            # is inherited by any image made FROM it, whatever that image adds)
             engine = self._labels(component).get(ENGINE_LABEL)
-            self._ids[component] = f"image:{engine or image_id(self.image(component))}"
+            image = self.image(component)
+            self._ids[component] = f"image:{engine if engine and over_engine(image, engine) else image_id(image)}"
         return self._ids[component]
 
     def check_benchmark(self, component: str, name: str, digest: str) -> None:
