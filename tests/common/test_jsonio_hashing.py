@@ -71,7 +71,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 
 def test_redact_secrets_but_not_env_names():
-    cfg = {"api_key": "sk-123", "api_key_env": "OPENAI_API_KEY", "nested": [{"token": "t"}], "model": "m"}
+    cfg = {"api_key": "planted-123", "api_key_env": "OPENAI_API_KEY", "nested": [{"token": "t"}], "model": "m"}
     out = redact(cfg)
     assert out["api_key"] == REDACTED and out["nested"][0]["token"] == REDACTED
     assert out["api_key_env"] == "OPENAI_API_KEY" and out["model"] == "m"

@@ -58,7 +58,7 @@ def dx(home: Path, *args: str, env: dict | None = None, timeout: float = 900):
 
 def judged_args(chat) -> list[str]:
     return ["eval", "--model", "fixed-latency", "--judge", "official-gpt", "--limit", "1", *SUBSET_ARGS,
-            "--judge-arg", f"base_url={chat.base_url}", "--judge-arg", "api_key=sk-test-0123456789abcdef",
+            "--judge-arg", f"base_url={chat.base_url}", "--judge-arg", "api_key=planted-test-key-0123456789abcdef",
             "--judge-arg", "cache=false", "--judge-arg", "timeout_s=500"]
 
 

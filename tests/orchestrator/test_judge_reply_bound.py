@@ -105,7 +105,7 @@ def _dx(home: Path, *args: str):
 def _judged(home: Path, base_url: str):
     t0 = time.monotonic()
     r = _dx(home, "eval", "--model", "fixed-latency", "--judge", "official-gpt", "--limit", "1", *SUBSET_ARGS,
-            "--judge-arg", f"base_url={base_url}", "--judge-arg", "api_key=sk-test-0123456789abcdef",
+            "--judge-arg", f"base_url={base_url}", "--judge-arg", "api_key=planted-test-key-0123456789abcdef",
             "--judge-arg", "cache=false", "--judge-arg", "max_retries=1")
     wall = time.monotonic() - t0
     run = read_json(home / "runs" / "latest" / "run.json")

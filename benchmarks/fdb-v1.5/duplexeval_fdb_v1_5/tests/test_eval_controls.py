@@ -111,7 +111,7 @@ def test_the_behaviour_judge_sends_upstreams_requests(home, tmp_path):
     try:
         run, stages, metrics, rows = evaluate(
             home, "fixed-latency", "--subset", "user_interruption", "--benchmark-arg", "adaptation=false",
-            "--judge-arg", f"base_url={srv.base_url}", "--judge-arg", "api_key=sk-test-0123456789abcdef",
+            "--judge-arg", f"base_url={srv.base_url}", "--judge-arg", "api_key=planted-test-key-0123456789abcdef",
             "--judge-arg", "max_concurrency=1", judge="official-gpt")
     finally:
         srv.shutdown()
@@ -129,5 +129,5 @@ def test_the_behaviour_judge_sends_upstreams_requests(home, tmp_path):
     assert b["C"] == {"C_RESPOND": 1.0} and b["samples"] == 2
     judge = read_json(stages["judge"] / "judge.json")
     assert judge["official"] is True and judge["model"] == "gpt-4o-2024-08-06"
-    assert all("sk-test-0123456789abcdef" not in p.read_text(errors="replace")
+    assert all("planted-test-key-0123456789abcdef" not in p.read_text(errors="replace")
                for p in home.rglob("*.json") if p.is_file())
