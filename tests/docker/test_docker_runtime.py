@@ -1,5 +1,9 @@
 """The docker runtime: same metrics as the local runtime, and swapping one image.
 
+The other docker-runtime checks have files of their own, so that `make test`'s parallel pass can
+run them side by side: test_docker_mtr.py (MTR-DuplexBench), test_docker_asr_backends.py (the
+other ASR backends), test_docker_secrets.py (planted secrets, a realtime runner image).
+
 These tests need a Docker engine and the component images (`make docker-up
 images`); .ci/run provides both and sets DUPLEXEVAL_DOCKER_TESTS=1.
 """
@@ -15,9 +19,9 @@ import pytest
 from duplexeval_common.jsonio import read_json
 
 from ..conftest import command
+from .conftest import needs_images
 
-pytestmark = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1",
-                                reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
+pytestmark = needs_images
 
 ARGS = ["--model", "fixed-latency", "--judge", "none"]  # the full default dataset (fdb-mini)
 # every image: the components, and runner-<name> for each runner package (docker/images.py)
@@ -111,16 +115,6 @@ def _host() -> str:
     return docker_host()
 
 
-# ---- secrets and limits in the docker runtime -------------------------------------------------
-
-from ..duplex_runner.test_freeze_omni import cert, server  # noqa: E402,F401  (fixtures)
-from ..orchestrator.test_repair_and_secrets import chat, planted_secret_runs  # noqa: E402,F401
-
-
-def test_planted_secrets_never_reach_a_file_docker(tmp_path, server, cert, chat):  # noqa: F811
-    planted_secret_runs(tmp_path, server, cert, chat, "docker")
-
-
 def test_a_stage_past_its_timeout_is_killed_in_docker(tmp_path):
     r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--runtime", "docker",
                         "--model", "silence", "--judge", "none", "--stage-timeout", "2"],
@@ -128,54 +122,3 @@ def test_a_stage_past_its_timeout_is_killed_in_docker(tmp_path):
     assert r.returncode == 2 and "timed out after 2 s" in r.stderr, r.stderr[-2000:]
     run = read_json(tmp_path / "runs" / "latest" / "run.json")
     assert run["status"] == "failed" and "timed out" in run["stages"][0]["reason"]
-
-
-@pytest.mark.parametrize("asr", ["whisper-timestamped", "stable-ts"])
-def test_other_asr_backends_run_in_docker_and_equal_local(tmp_path, asr):
-    args = ["--model", "fixed-latency", "--judge", "none", "--limit", "1", "--asr", asr]
-    out = {}
-    for runtime in ("docker", "local"):
-        r = subprocess.run([command("duplexeval"), "--home", str(tmp_path / runtime), "eval", *args,
-                            "--runtime", runtime], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        run = read_json(tmp_path / runtime / "runs" / "latest" / "run.json")
-        out[runtime] = (tmp_path / runtime / "store" / run["stages"][-1]["key"] / "metrics.json").read_bytes()
-    assert out["docker"] == out["local"]
-
-
-@pytest.mark.serial  # real-time sessions (make test runs it alone, after the parallel tests)
-def test_freeze_omni_in_its_runner_image_latency_barge_in_and_repair(tmp_path, server, cert):  # noqa: F811
-    """The freeze-omni pipeline check (tests/e2e/test_runner_freeze_omni.py) with RUNTIME=docker:
-    the runner stage runs in duplexeval/runner-freeze-omni, a client-only image."""
-    from ..e2e.test_runner_freeze_omni import latency_barge_in_and_repair
-    latency_barge_in_and_repair(tmp_path, server, cert, "docker")
-    run = read_json(tmp_path / "runs" / "latest" / "run.json")
-    (runner,) = [s for s in run["stages"] if s["name"] == "runner"]
-    assert runner["component"] == "runner-freeze-omni", runner
-
-
-def test_mtr_docker_run_equals_local_run_on_the_full_mini_set(tmp_path):
-    """MTR-DuplexBench in both runtimes on all of mtr-mini (always-talk, judge none): every stage,
-    the turn-segmenter image's segment and rounds stages included, gives the same content digest,
-    and metrics.json is the same bytes."""
-    from duplexeval.store import content_digest
-    args = ["--benchmark", "mtr", "--model", "always-talk"]
-    runs = {}
-    for runtime in ("docker", "local"):
-        home = tmp_path / runtime
-        r = subprocess.run([command("duplexeval"), "--home", str(home), "eval", *args, "--runtime", runtime],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-        runs[runtime] = (home, read_json(home / "runs" / "latest" / "run.json"))
-    (dh, drun), (lh, lrun) = runs["docker"], runs["local"]
-    assert [s["name"] for s in drun["stages"]] == ["dataset", "dialogue-asr", "segment", "rounds", "runner", "asr",
-                                                   "judge", "aggregate"]
-    assert all(s["identity"].startswith("image:sha256:") for s in drun["stages"])
-    for d, loc in zip(drun["stages"], lrun["stages"]):
-        dr = read_json(dh / "store" / d["key"] / "stage.json")
-        lr = read_json(lh / "store" / loc["key"] / "stage.json")
-        assert content_digest(dr) == content_digest(lr), d["name"]
-    m = [(h / "store" / run["stages"][-1]["key"] / "metrics.json").read_bytes() for h, run in (runs["docker"], runs["local"])]
-    assert m[0] == m[1]
-    assert read_json(dh / "store" / drun["stages"][-1]["key"] / "metrics.json")["subsets"]["pause_features"][
-        "ranges"]["1-10"]["paper"]["success"]["value"] == 0.0

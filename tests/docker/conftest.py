@@ -1,0 +1,45 @@
+"""The docker tests wait for the images when .ci/run builds them beside the other tests.
+
+.ci/run starts `make images` in the background as soon as the environments are set up and runs
+`make test` at once, so the tests that need no engine use the CPUs while the images build. It
+names a file in DUPLEXEVAL_IMAGES_STATUS that `make images`' exit status is written to when it
+ends; every test of this folder waits for it (once per process) and fails, naming the build's log,
+when the build failed. Without the variable (images built beforehand, or no engine) nothing waits.
+"""
+
+import functools
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+IMAGES_WAIT_S = 3600.0
+
+# the mark of every test here that runs an image
+needs_images = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1",
+                                  reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
+
+
+@functools.lru_cache(maxsize=1)
+def images_build_status() -> str | None:
+    """None when the images are there; else why they are not (the build failed or took too long)."""
+    status = os.environ.get("DUPLEXEVAL_IMAGES_STATUS")
+    if not status or os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1":
+        return None
+    path = Path(status)
+    log = os.environ.get("DUPLEXEVAL_IMAGES_LOG", "its log")
+    deadline = time.monotonic() + IMAGES_WAIT_S
+    while not path.exists() or not path.read_text().strip():
+        if time.monotonic() > deadline:
+            return f"make images had not ended after {IMAGES_WAIT_S:.0f} s (see {log})"
+        time.sleep(2.0)
+    rc = path.read_text().strip()
+    return None if rc == "0" else f"make images failed (exit {rc}): see {log}"
+
+
+@pytest.fixture(autouse=True)
+def _images_built():
+    why = images_build_status()
+    if why is not None:
+        pytest.fail(why, pytrace=False)
