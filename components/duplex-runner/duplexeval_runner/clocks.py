@@ -277,7 +277,8 @@ def drift_stats(session: Session, drifts: list[float], frame_s: float, limit_ms:
     st["drift_max_ms"] = round(float(d.max()), 3) if len(d) else 0.0
     st["drift_p99_ms"] = round(float(np.percentile(d, 99)), 3) if len(d) else 0.0
     st["drift_limit_ms"] = limit_ms
-    st["drift_exceeded"] = bool(len(d) and d.max() > limit_ms)
+    st["drift_late_frames"] = int((d > limit_ms).sum())
+    st["drift_exceeded"] = st["drift_late_frames"] > 0
     if st["drift_exceeded"]:
         k = int(np.argmax(d > limit_ms))
         reason = (f"send drift {d[k]:.1f} ms > {limit_ms:g} ms at frame {k} "

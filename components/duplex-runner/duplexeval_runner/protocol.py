@@ -62,6 +62,7 @@ from .timeline import TimelineBuffer
 
 CLOCKS = ("lockstep", "realtime", "simulated")
 DRIFT_LIMIT_MS = 20.0
+DRIFT_RETRIES = 2  # more tries of a session that drifted past the limit, before it is ineligible
 # How a runner meets a round's ground-truth history (the class attribute `history`).
 HISTORY_MODES = ("teacher-forced", "replayed", "external")
 
