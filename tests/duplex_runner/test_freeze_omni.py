@@ -412,3 +412,7 @@ def test_audio_payload_is_the_json_string_the_server_parses_and_clips():
     pcm = np.frombuffer(bytes(obj["audio"]), dtype="<i2")
     assert pcm.tolist() == [32767, -32767, 32767, -32768, 16384, 0]   # clipped, never wrapped
     assert freeze_omni.from_pcm16(np.array([16384, -32768], "<i2").tobytes()).tolist() == [0.5, -1.0]
+    # the very text json.dumps writes (the payload is built from a table, off json's slower path)
+    y = np.random.default_rng(0).uniform(-1.2, 1.2, 480).astype(np.float32)
+    assert freeze_omni.audio_payload(y) == json.dumps({"audio": list(freeze_omni.to_pcm16(y)), "sample_rate": 16000},
+                                                      separators=(",", ":"))
