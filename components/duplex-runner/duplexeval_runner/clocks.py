@@ -7,7 +7,8 @@
   "realtime" clock frame k goes out at t0 + (k+1) * frame (when a live microphone would
   have delivered all of it), on absolute deadlines; the drift (actual minus scheduled send
   time) is logged per frame and summarised in the stats, and a sample whose drift passes
-  DRIFT_LIMIT_MS anywhere is marked ineligible (`session.stats["ineligible"]`). With the
+  DRIFT_LIMIT_MS anywhere is marked ineligible (`session.stats["ineligible"]`; the stage then runs it
+  again, up to `drift_retries` times, stage.py). With the
   "lockstep" clock frames go out as fast as the connection takes them (a frame-locked
   server such as Moshi's). Either way the session is bounded by the runner's deadline.
 - `drive_offline` (OfflineRunner): the whole input at once.
