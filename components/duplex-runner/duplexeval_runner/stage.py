@@ -10,7 +10,8 @@ samples that failed run again.
 `runner_args` the core takes for itself (CORE, declared as settings.py Settings; never passed to the runner):
 `concurrency`, how many samples run at once (network runners: one session each; default 1),
 `drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20), and
-`drift_retries`, how many more times such a sample is run in the same run before it is (default 2).
+`drift_retries`, how many more times such a session is run in the same run before its sample is
+ineligible (default 2).
 A round sample of a multi-round benchmark (round.json + history.wav; rounds.py) is run the same
 way, its history met as the runner's `history` mode says, its output before the round's start the
 ground-truth history; runner.json then has `round`.
