@@ -120,7 +120,9 @@ def test_reply_lands_at_speech_end_plus_delay_and_frames_never_leave_early(tmp_p
     assert recv[0]["placed_at"] == pytest.approx(recv[0]["t"], abs=1e-4)
     assert recv[1]["placed_at"] == pytest.approx(recv[0]["placed_at"] + 0.16, abs=1e-4)  # queued after it
 
-    (ses,) = srv.rows("session")
+    sessions = srv.rows("session", n=stats["tries"])   # a try that drifted past the limit was run again
+    assert len(sessions) == stats["tries"]
+    ses = sessions[-1]                                   # the kept try's
     assert ses["errors"] == [] and ses["frame_bytes"] == [960]          # 480 int16 samples per frame
     assert ses["order"] == ["recording-started", "audio", "recording-stopped"]  # no prompt_text (FDB's way)
     assert ses["frames"] == n_frames == len(ses["arrivals"])
@@ -143,9 +145,11 @@ def test_concurrent_sessions_against_one_server(tmp_path, server, cert):
     code, stage, out = stage_run(tmp_path, samples, {"url": srv.url, "ca_file": str(cert[0]), "grace_s": 0.2,
                                                      "concurrency": 3})
     assert code == 0, stage["samples"]
-    sessions = srv.rows("session", n=3)
-    assert len({s["sid"] for s in sessions}) == 3 and all(s["errors"] == [] for s in sessions)
-    spans = [(s["arrivals"][0], s["arrivals"][-1]) for s in sessions]
+    # a session a loaded machine made drift past the limit was run again (drift_retries): one more session
+    tries = sum(read_json(out / "samples" / SUBSET / sid / "runner.json")["stats"]["tries"] for sid in samples)
+    sessions = srv.rows("session", n=tries)
+    assert len({s["sid"] for s in sessions}) == tries and all(s["errors"] == [] for s in sessions)
+    spans = [(s["arrivals"][0], s["arrivals"][-1]) for s in sorted(sessions, key=lambda s: s["arrivals"][0])[:3]]
     assert max(a for a, _ in spans) < min(b for _, b in spans)          # they ran at the same time
     # Each session's reply is due 0.2 s after the previous one's: three sessions on one shared loop of
     # a loaded 2-core machine may add scheduling delay to the single-session SLACK, so each reply must
@@ -177,8 +181,10 @@ def test_a_server_that_dies_mid_sample_fails_only_that_sample_and_a_rerun_comple
     assert code == 0 and all(s["status"] == "ok" for s in st.values())
     assert [st[f"{SUBSET}/{i}"].get("cached", False) for i in range(3)] == [True, False, True]
     assert sf.info(str(out / "samples" / SUBSET / "1" / "output.wav")).frames == len(samples["1"])
-    rows = srv.rows("session", n=5)  # the one that died is written twice (when it died, when it closed)
-    assert len({r["sid"] for r in rows}) == 4 and sum("died" in r for r in rows) == 1
+    # the one that died is written twice (when it died, when it closed); a try that drifted was run again
+    tries = sum(read_json(out / "samples" / SUBSET / str(i) / "runner.json")["stats"]["tries"] for i in range(3))
+    rows = srv.rows("session", n=tries + 2)
+    assert len({r["sid"] for r in rows}) == tries + 1 and sum("died" in r for r in rows) == 1
 
 
 # --- through the harness ---
@@ -412,3 +418,7 @@ def test_audio_payload_is_the_json_string_the_server_parses_and_clips():
     pcm = np.frombuffer(bytes(obj["audio"]), dtype="<i2")
     assert pcm.tolist() == [32767, -32767, 32767, -32768, 16384, 0]   # clipped, never wrapped
     assert freeze_omni.from_pcm16(np.array([16384, -32768], "<i2").tobytes()).tolist() == [0.5, -1.0]
+    # the very text json.dumps writes (the payload is built from a table, off json's slower path)
+    y = np.random.default_rng(0).uniform(-1.2, 1.2, 480).astype(np.float32)
+    assert freeze_omni.audio_payload(y) == json.dumps({"audio": list(freeze_omni.to_pcm16(y)), "sample_rate": 16000},
+                                                      separators=(",", ":"))

@@ -7,7 +7,8 @@
   "realtime" clock frame k goes out at t0 + (k+1) * frame (when a live microphone would
   have delivered all of it), on absolute deadlines; the drift (actual minus scheduled send
   time) is logged per frame and summarised in the stats, and a sample whose drift passes
-  DRIFT_LIMIT_MS anywhere is marked ineligible (`session.stats["ineligible"]`). With the
+  DRIFT_LIMIT_MS anywhere is marked ineligible (`session.stats["ineligible"]`; the stage then runs it
+  again, up to `drift_retries` times, stage.py). With the
   "lockstep" clock frames go out as fast as the connection takes them (a frame-locked
   server such as Moshi's). Either way the session is bounded by the runner's deadline.
 - `drive_offline` (OfflineRunner): the whole input at once.
@@ -277,7 +278,8 @@ def drift_stats(session: Session, drifts: list[float], frame_s: float, limit_ms:
     st["drift_max_ms"] = round(float(d.max()), 3) if len(d) else 0.0
     st["drift_p99_ms"] = round(float(np.percentile(d, 99)), 3) if len(d) else 0.0
     st["drift_limit_ms"] = limit_ms
-    st["drift_exceeded"] = bool(len(d) and d.max() > limit_ms)
+    st["drift_late_frames"] = int((d > limit_ms).sum())
+    st["drift_exceeded"] = st["drift_late_frames"] > 0
     if st["drift_exceeded"]:
         k = int(np.argmax(d > limit_ms))
         reason = (f"send drift {d[k]:.1f} ms > {limit_ms:g} ms at frame {k} "

@@ -22,7 +22,8 @@ Three kinds of runner, one per way a model consumes time (clocks.py drives each)
   deadlines (never sleep-per-frame), `receive()` running beside the sender and calling
   `session.place` / `session.interrupt` as messages arrive, `finish()` after the last frame
   (input plus `grace_s` of silence) and `close()`. Drift (actual minus scheduled send time)
-  is logged per frame; a sample whose drift passes DRIFT_LIMIT_MS anywhere is recorded
+  is logged per frame; a session whose drift passes DRIFT_LIMIT_MS anywhere is run again by the
+  stage (up to DRIFT_RETRIES more times), and a sample whose last try drifted too is recorded
   ineligible with that reason. A per-sample deadline (input + grace + `deadline_margin_s`)
   bounds the whole session, so a silent or stuck server cannot hang the run.
 - `OfflineRunner` (clock "simulated"): `run(user, sr, log)` over the whole input; only for
@@ -62,6 +63,7 @@ from .timeline import TimelineBuffer
 
 CLOCKS = ("lockstep", "realtime", "simulated")
 DRIFT_LIMIT_MS = 20.0
+DRIFT_RETRIES = 2  # more tries of a session that drifted past the limit, before it is ineligible
 # How a runner meets a round's ground-truth history (the class attribute `history`).
 HISTORY_MODES = ("teacher-forced", "replayed", "external")
 

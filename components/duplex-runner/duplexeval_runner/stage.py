@@ -8,14 +8,21 @@ that needs them, so a resumed stage whose samples are all done loads nothing; on
 samples that failed run again.
 
 `runner_args` the core takes for itself (CORE, declared as settings.py Settings; never passed to the runner):
-`concurrency`, how many samples run at once (network runners: one session each; default 1), and
-`drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20).
+`concurrency`, how many samples run at once (network runners: one session each; default 1),
+`drift_limit_ms`, the send drift past which a realtime sample is ineligible (default 20), and
+`drift_retries`, how many more times such a session is run in the same run before its sample is
+ineligible (default 2).
 A round sample of a multi-round benchmark (round.json + history.wav; rounds.py) is run the same
 way, its history met as the runner's `history` mode says, its output before the round's start the
 ground-truth history; runner.json then has `round`.
-A sample whose realtime pacing drifted past the limit is written, with `"status":
-"ineligible"` and the reason in runner.json: the aggregator leaves it out and counts it in
-coverage.
+A realtime session whose pacing drifted past the limit is run again at once, up to `drift_retries`
+times, each try from the start on a new connection; only the last try's output and events are
+written (nothing of an earlier try reaches a file but its drift summary). runner.json's stats carry
+`tries` and `drift_tries` (per try: frames sent, drift p99 and max, late frames, and the reason of a
+try that drifted), and the kept events.jsonl a `retry` event per earlier try. A sample whose last
+try drifted too is written with `"status": "ineligible"` and the reason in runner.json: the
+aggregator leaves it out and counts it in coverage, and the next run tries it again. Lockstep and
+in-process sessions have no drift and never retry.
 
 Paired runs (`sessions`): a benchmark's plan may ask for each sample to be run on several inputs,
 `[{"name": "overlap", "prefix": ""}, {"name": "clean", "prefix": "clean_"}]`. Each is its own
@@ -38,6 +45,7 @@ import numpy as np
 
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_file
+from duplexeval_common.progress import log as log_line
 from duplexeval_common.secrets import redact
 from duplexeval_common.stage import SampleContext, Stage
 
@@ -45,7 +53,7 @@ from . import __version__, deps, rounds
 from .events import EventLog
 from .clocks import frame_samples, prepare_for_realtime
 from .harness import render
-from .protocol import DRIFT_LIMIT_MS, history_mode, kind_of
+from .protocol import DRIFT_LIMIT_MS, DRIFT_RETRIES, history_mode, kind_of
 from .registry import RUNNERS, requires
 from .settings import Setting, Spec
 
@@ -57,7 +65,12 @@ CORE = Spec(
             operational=True),
     Setting("drift_limit_ms", float, DRIFT_LIMIT_MS, "realtime clock: the send drift past which a sample is "
             "ineligible, in ms", gt=0, le=10000),
+    Setting("drift_retries", int, DRIFT_RETRIES, "realtime clock: how many more times a session whose drift "
+            "passed drift_limit_ms is run, at once, before its sample is recorded ineligible (0: never)",
+            ge=0, le=10, operational=True),
 )
+# What runner.json's drift_tries keeps of each try (clocks.drift_stats's numbers).
+TRY_STATS = ("frames_sent", "drift_p99_ms", "drift_max_ms", "drift_late_frames")
 _SETUP = threading.Lock()
 
 
@@ -152,15 +165,34 @@ def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | 
     source = f"{prefix}input.wav"
     user, sr = ctx.read_wav(source, channels=None)  # any rate; several channels are mixed down
     round_ = rounds.load(ctx, len(user), sr)  # None unless the sample has round.json (checked first)
+    realtime = kind_of(runner) == "stream" and runner.clock == "realtime"
     with _SETUP:
         runner.setup()
-        if kind_of(runner) == "stream" and runner.clock == "realtime":
+        if realtime:
             prepare_for_realtime()
     if kind_of(runner) != "stream":  # sessions running side by side share no global seed
         seed_everything(cfg["seed"])
     deterministic = bool(getattr(runner, "deterministic", False))
-    log = EventLog(record_wall=not deterministic)
-    out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_, task=ctx.sample.task)
+    what = ctx.id if name is None else f"{ctx.id} (session {name!r})"
+    tries: list[dict] = []  # realtime: each try's drift (TRY_STATS), in order
+    while True:
+        log = EventLog(record_wall=not deterministic)
+        for earlier in tries:  # the kept log says what the tries before it were
+            log.emit("retry", 0.0, **earlier)
+        out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_, task=ctx.sample.task)
+        if not realtime:
+            break
+        drifted = log.stats.get("ineligible")
+        tries.append({"try": len(tries) + 1, **{k: log.stats[k] for k in TRY_STATS},
+                      **({"reason": drifted} if drifted else {})})
+        if not drifted or len(tries) > cfg["core"]["drift_retries"]:
+            break
+        log_line(f"{what}: try {len(tries)} of {cfg['core']['drift_retries'] + 1} drifted ({drifted}); "
+                 "running it again")
+    if realtime:
+        log.stats.update(tries=len(tries), drift_tries=tries)
+        if len(tries) > 1 and "ineligible" in log.stats:
+            log.stats["ineligible"] += f" (each of its {len(tries)} tries drifted past the limit)"
     duration = len(user) / sr
     timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
     log.emit("stats", duration, **timing, **log.stats)
@@ -186,6 +218,7 @@ def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | 
     if ineligible:
         record["ineligible"] = {"code": "drift", "reason": ineligible}
         ctx.retry = f"ineligible: {ineligible}"  # kept and scored as ineligible; the next run tries again
+        log_line(f"ineligible: {what}: {ineligible}")
     if getattr(runner, "profile", None):
         record["profile"] = runner.profile
     if session.round_record is not None:

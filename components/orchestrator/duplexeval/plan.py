@@ -55,7 +55,7 @@ class StageSpec:
 # Settings that change how a stage runs, not what it computes: left out of its key (key_config), so
 # a rerun with another value reuses the stage and repairs only its failed samples. They still reach
 # the component in its config.
-OPERATIONAL = {"runner_args": ("concurrency",)}
+OPERATIONAL = {"runner_args": ("concurrency", "drift_retries")}
 
 
 def key_config(config: dict) -> dict:

@@ -44,7 +44,6 @@ with the output: components/duplex-runner/README.md, "Multi-round (MTR) protocol
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -117,9 +116,17 @@ def endpoint(url: str) -> Endpoint:
                     f"{prefix}/socket.io" if prefix else "socket.io")
 
 
+_BYTE_TEXT = [str(b) for b in range(256)]  # each byte value as JSON writes it
+
+
 def audio_payload(frame: np.ndarray) -> str:
-    """The JSON string Freeze-Omni's handle_audio parses: int16 LE bytes as a list of byte values."""
-    return json.dumps({"audio": list(to_pcm16(frame)), "sample_rate": IN_SR}, separators=(",", ":"))
+    """The JSON string Freeze-Omni's handle_audio parses: int16 LE bytes as a list of byte values.
+
+    The bytes json.dumps(..., separators=(",", ":")) gives, made from a table of the 256 values:
+    this runs on the shared event loop once per frame of every session, and json.dumps of the
+    960-item list took 2.5 times as long (perf/profile_realtime.py, docs/performance.md)."""
+    digits = ",".join([_BYTE_TEXT[b] for b in to_pcm16(frame)])
+    return f'{{"audio":[{digits}],"sample_rate":{IN_SR}}}'
 
 
 class FreezeOmniRunner(StreamRunner):
