@@ -78,3 +78,23 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid.split("::", 1)[0] in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(LONGEST_FIRST)))
+
+
+# The longest files of the run (setup, call and teardown of their tests, summed), printed at the
+# end: what LONGEST_FIRST and SLOW_FILES above are kept up to date from. With xdist the reports
+# of every process come to this one.
+_FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_SECONDS:
+        return
+    longest = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:20]
+    terminalreporter.write_sep("=", f"longest {len(longest)} files (s, their tests summed)")
+    for path, seconds in longest:
+        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
