@@ -426,3 +426,27 @@ def test_index_draws_no_rounds_even_when_metrics_have_them(home):
     data.metrics["subsets"]["synthetic_turn_taking"]["per_round"] = [
         {k: v for k, v in r.items() if k != "subset"} for r in PER_ROUND[:3]]
     assert "By round" not in run_report._plots(data) and "<img" in run_report._plots(data)
+
+
+def test_index_of_727_samples_is_small_and_lists_them_all(home, tmp_path):
+    """fdb-synth's size (727 samples): the index stays one small file with no audio (every row,
+    its outcome for the filters, a link per sample), and a sample page links its audio."""
+    from tests.html_pages import scaled_report
+    out = tmp_path / "report"
+    key = "synthetic_user_interruption/7"
+    _, keys = scaled_report(home, out, 727, (key,))
+    index = out / "report.html"
+    size = index.stat().st_size
+    assert size < 5_000_000, f"{size / 1e6:.2f} MB"
+    text = index.read_text()
+    assert "<audio" not in text and "audio/wav" not in text
+    rows = dict(parse(index).tables)["samples"][1:]
+    assert [f"{r[0]}/{r[1]}" for r in rows] == sorted(keys, key=lambda k: (k.split("/")[0], int(k.split("/")[1])))
+    outcomes = re.findall(r'<tr data-outcome="([^"]+)">', text)
+    assert len(outcomes) == 727 and {r[2] for r in rows} == set(outcomes)
+    for outcome in set(outcomes):
+        assert f'value="{outcome}" checked> {outcome} ({outcomes.count(outcome)})' in text
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html")) == ["report.html", f"samples/{key}.html"]
+    page = out / "samples" / f"{key}.html"
+    for src in re.findall(r'<audio [^>]*preload="none" src="([^"]+)"', page.read_text()):
+        assert (page.parent / src).resolve().is_file()

@@ -66,6 +66,17 @@ def self_contained(keys: Iterable[str] | None = None):
         _MEDIA.reset(token)
 
 
+@contextlib.contextmanager
+def only_pages(keys: Iterable[str]):
+    """Reports built inside write the whole index but the sample pages of `keys` only, their audio
+    linked as usual (a preview of a large run; the scale test builds a 727-sample index this way)."""
+    token = _MEDIA.set(Media(bundle=False, only=frozenset(keys)))
+    try:
+        yield
+    finally:
+        _MEDIA.reset(token)
+
+
 @dataclass
 class RunData:
     """A run's record and what its stages hold, read once for the index and every sample page
