@@ -219,13 +219,13 @@ def player(data: RunData, s: Sample, path: Path, signal: tuple, element_id: str,
     return _player(element_id, label, quote(f"{s.id}/{path.name}"))
 
 
-def sample_list(rows: list[dict], headers: list[str], left: int = 1) -> Raw:
+def sample_list(rows: list[dict], headers: list[str], left: int = 1, cls: str = "samples") -> Raw:
     """The index's list of samples with outcome filters and a search box (templates/samples.html):
     rows of {"outcome": str, "cells": [...]} (a cell is escaped unless it is Raw)."""
     outcomes: dict[str, int] = {}
     for r in rows:
         outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
-    return Raw(templates.render("samples.html", rows=rows, headers=headers, left=left,
+    return Raw(templates.render("samples.html", rows=rows, headers=headers, left=left, cls=cls,
                                 outcomes=sorted(outcomes.items())))
 
 
