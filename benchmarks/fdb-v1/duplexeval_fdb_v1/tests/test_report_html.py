@@ -159,6 +159,8 @@ def test_pages_fetch_nothing_remote_and_link_the_store_audio(home):
     assert "media-src 'self' data:" in CSP and "http" not in CSP
     index = pages[0].read_text()
     assert "<audio" not in index and "audio/wav" not in index
+    # composed markup is not escaped twice (nothing in this run's text needs escaping)
+    assert "<h3>Stages</h3>" in index and "&lt;" not in index and "&amp;" not in index
     for page in pages:
         text = page.read_text()
         assert CSP in text
@@ -272,6 +274,7 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
     assert 'id="audio-user"' in page and 'id="audio-model"' not in page and 'class="timeline"' in page
     index = parse(path)
     assert ["synthetic_turn_taking/0", "runner: failed: the model closed the connection"] in dict(index.tables)[""]
+    assert "<p>1 sample(s) missing from the metrics:</p>" in path.read_text()
     text = (run_dir(h) / "samples" / f"{damaged}.html").read_text()
     assert "No words." in text
     assert "output.json: not readable" in path.read_text()

@@ -1,7 +1,7 @@
 """The pieces every page is made of: the document frame, tables, inlined plots and audio.
 
 Pages are rendered with Jinja2 and autoescape (templates.py, templates/page.html and
-templates/macros.html): a value is escaped unless it is Raw (markupsafe.Markup). They are
+templates/macros.html): a value is escaped unless it is Raw (or markupsafe.Markup). They are
 deterministic: the same inputs give the same bytes (PNG metadata without the matplotlib version or
 a date, WAV without timestamps, no clock in the text), so a report of an archived run can be
 compared byte for byte. The Content-Security-Policy admits only inline styles and scripts, data:
@@ -38,9 +38,9 @@ nav a{margin-right:1rem}code{font-size:.85rem}
 """
 
 
-def escape(x) -> Markup:
-    """x as HTML text ('' for None); Raw (Markup) is kept as it is."""
-    return _escape("" if x is None else x if isinstance(x, Markup) else str(x))
+def escape(x) -> str:
+    """x as HTML text ('' for None), a plain str (for f-strings; a template escapes by itself)."""
+    return str(_escape("" if x is None else str(x)))
 
 
 def fmt(x, nd: int = 4) -> str:
@@ -67,9 +67,14 @@ def table(headers: Sequence[str], rows: Iterable[Sequence], left: int = 1, cls: 
     return Raw(templates.macro("macros.html", "table")(list(headers), [list(r) for r in rows], left, cls))
 
 
-class Raw(Markup):
-    """A string that is already HTML (a link, an image): templates and `table` do not escape it."""
+class Raw(str):
+    """A string that is already HTML (a link, an image, a table): templates and `table` do not
+    escape it (it has __html__, as markupsafe.Markup has). Concatenated with a str it is a plain
+    str again, and escaped where a template shows it: wrap composed HTML in Raw (or Markup)."""
     __slots__ = ()
+
+    def __html__(self) -> str:
+        return self
 
 
 def link(href: str, text: str, **attrs: str) -> Raw:

@@ -56,25 +56,25 @@ _MEDIA: contextvars.ContextVar[Media] = contextvars.ContextVar("duplexeval_repor
 
 
 @contextlib.contextmanager
+def _media(media: Media):
+    token = _MEDIA.set(media)
+    try:
+        yield
+    finally:
+        _MEDIA.reset(token)
+
+
 def self_contained(keys: Iterable[str] | None = None):
-    """Reports built inside are for a bundle of the samples `keys`, every sample's when None (see
-    the module docstring)."""
-    token = _MEDIA.set(Media(bundle=True, only=None if keys is None else frozenset(keys)))
-    try:
-        yield
-    finally:
-        _MEDIA.reset(token)
+    """A context: reports built inside are for a bundle of the samples `keys`, every sample's when
+    None (see the module docstring)."""
+    return _media(Media(bundle=True, only=None if keys is None else frozenset(keys)))
 
 
-@contextlib.contextmanager
 def only_pages(keys: Iterable[str]):
-    """Reports built inside write the whole index but the sample pages of `keys` only, their audio
-    linked as usual (a preview of a large run; the scale test builds a 727-sample index this way)."""
-    token = _MEDIA.set(Media(bundle=False, only=frozenset(keys)))
-    try:
-        yield
-    finally:
-        _MEDIA.reset(token)
+    """A context: reports built inside write the whole index but the sample pages of `keys` only,
+    their audio linked as usual (a preview of a large run; the scale test builds a 727-sample
+    index this way)."""
+    return _media(Media(bundle=False, only=frozenset(keys)))
 
 
 @dataclass
@@ -236,7 +236,7 @@ def bundle(title: str, index: str, pages: list[tuple[str, str]]) -> str:
                                 pages=[{"key": k, "anchor": anchor(k), "html": h} for k, h in pages]))
 
 
-def run_table(data: RunData) -> str:
+def run_table(data: RunData) -> Raw:
     r = data.record
     rows = [(k, r.get(k)) for k in ("model", "dataset", "asr", "judge", "limit", "runtime", "status")]
     if r.get("reason"):
@@ -245,16 +245,16 @@ def run_table(data: RunData) -> str:
         rows.append(("definitions", data.metrics.get("definitions")))
     stages = [(s.get("name"), s.get("component"), Raw(f"<code>{escape(str(s.get('key', ''))[:12])}</code>"),
                s.get("status"), s.get("failed_samples", 0)) for s in r.get("stages", [])]
-    return (table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
-            + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
+    return Raw(table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
+               + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
 
 
-def missing_section(data: RunData) -> str:
+def missing_section(data: RunData) -> Raw:
     missing = data.record.get("missing") or {}
     if not missing:
-        return "<p>Every sample is in the metrics.</p>"
-    return (f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
-            + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
+        return Raw("<p>Every sample is in the metrics.</p>")
+    return Raw(f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
+               + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
 
 
 def audio_file(path: Path | None):
@@ -298,14 +298,14 @@ def vad_segments(data: RunData, s: Sample) -> list[tuple[float, float]] | None:
     return None
 
 
-def events(data: RunData, path: Path | None) -> str:
+def events(data: RunData, path: Path | None) -> Raw:
     if path is None:
-        return '<p class="muted">No events.jsonl (the runner made none for this sample).</p>'
+        return Raw('<p class="muted">No events.jsonl (the runner made none for this sample).</p>')
     rows, bad = [], 0
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        return f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>'
+        return Raw(f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>')
     for line in lines:
         if not line.strip():
             continue
@@ -317,12 +317,12 @@ def events(data: RunData, path: Path | None) -> str:
                          scrub(json.dumps(ev, sort_keys=True, ensure_ascii=False))))
         except (ValueError, AttributeError):
             bad += 1
-    out = table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events")
+    out = str(table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events"))
     if len(rows) > MAX_EVENTS:
         out += f'<p class="muted">{len(rows) - MAX_EVENTS} more event(s) not listed.</p>'
     if bad:
         out += f'<p class="bad">{bad} line(s) of events.jsonl are not JSON objects.</p>'
-    return out
+    return Raw(out)
 
 
 def statuses(data: RunData, s: Sample) -> list[tuple]:

@@ -1,5 +1,5 @@
 """The Jinja2 environment every page is rendered with (autoescape on: a value is escaped unless it
-is markupsafe.Markup, which page.Raw is).
+has __html__: markupsafe.Markup and page.Raw).
 
 Templates live beside the code that renders them, in a `templates/` folder of its package (package
 data): this package's (the page frame, tables, the sample list, the self-contained bundle) and a
