@@ -1,9 +1,10 @@
 """Seconds to build the HTML report of a 36-sample run, cold, and how big it is.
 
 Makes (or reuses) a run of fdb-mini with every sample (3 subsets x 12) and the fixed-latency
-control model in a scratch home, then builds that run's report from nothing (html/run_report.py:
-report.html and 36 sample pages, every plot and audio inlined) `--repeats` times into fresh
-folders, and prints the median seconds, the report's size and its largest page. Usage:
+control model in a scratch home, then builds that run's report from nothing
+(duplexeval_fdb_v1/report/run_report.py: report.html and a page per sample, every plot inlined, the
+audio linked from the store) `--repeats` times into fresh folders, and prints the median seconds,
+the HTML's size (the linked WAVs not counted) and its largest page. Usage:
 
     .venv/bin/python perf/bench_report.py [--home DIR] [--repeats 3]
 
@@ -42,7 +43,7 @@ def main() -> None:
         t0 = time.monotonic()
         make_run(home)
         print(f"run: {time.monotonic() - t0:.1f}s (0 when reused), home {home}", file=sys.stderr)
-        from duplexeval.html import run_report
+        from duplexeval_fdb_v1.report import run_report
         from duplexeval.store import Store
         from duplexeval_common.jsonio import read_json
         store = Store(home)

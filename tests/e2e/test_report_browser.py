@@ -1,9 +1,12 @@
 """The HTML report in a real browser: Debian's chromium, headless, driven by selenium, opening the
 report of a built-in run (fixed-latency on fdb-mini, one sample per subset) from its run folder
 over file://. The plots render, nothing is logged as an error, a sample page's timeline renders,
-its audio loads with the WAV's length, a click on the timeline seeks the audio and moves the
-playhead, and no request leaves the page (every resource is a data: URI). Screenshots are saved
-under tests/.artifacts/.
+its audio (linked from the store, loaded when asked) loads with the WAV's length, a click on the
+timeline seeks the audio and moves the playhead, and no request leaves the machine (every resource
+is a data: URI or, for audio, a local file). Then the index of a 727-sample report (fdb-synth's
+size, made from that run: tests/html_pages.scaled_report) and one of its sample pages, audio
+playing, each open in under 5 s, and its filters and search box narrow the list. Screenshots are
+saved under tests/.artifacts/.
 
 Without /usr/bin/chromium or /usr/bin/chromedriver the test is skipped with the install line,
 unless DUPLEXEVAL_REQUIRE_BROWSER=1 (CI), where that is a failure.
@@ -72,6 +75,13 @@ def resources(driver) -> list[str]:
         "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
 
 
+def local(url: str, run_folder: Path) -> bool:
+    """A file:// URL inside the home folder of the run (the run folder or the store)."""
+    from urllib.parse import unquote, urlparse
+    u = urlparse(url)
+    return u.scheme == "file" and Path(unquote(u.path)).resolve().is_relative_to(run_folder.parent.parent.resolve())
+
+
 def wait_for(driver, script: str, timeout: float = 15.0):
     end = time.monotonic() + timeout
     while True:
@@ -114,8 +124,12 @@ def test_report_and_a_sample_page_in_chromium(browser, run_folder):
                             " return [i.naturalWidth, i.naturalHeight, i.clientWidth]")
     assert size[0] == 1200 and size[1] == 460 and size[2] > 300, size
 
-    # both channels load, each as long as its WAV in the store
+    # nothing is loaded before it is asked for (preload none); asked, both channels load, each as
+    # long as its WAV in the store
     wavs = {"audio-user": "input.wav", "audio-model": "output.wav"}
+    assert d.execute_script("return Array.from(document.querySelectorAll('audio')).map("
+                            "function (a) { return a.preload + a.readyState; })") == ["none0", "none0"]
+    d.execute_script("document.querySelectorAll('audio').forEach(function (a) { a.preload = 'auto'; a.load(); })")
     for el, name in wavs.items():
         assert wait_for(d, f"return document.getElementById('{el}').readyState >= 1"), el
     store_wavs = {
@@ -161,8 +175,61 @@ def test_report_and_a_sample_page_in_chromium(browser, run_folder):
     tl.screenshot(str(ARTIFACTS / "timeline.png"))
     d.save_screenshot(str(ARTIFACTS / "sample.png"))
     assert severe(d) == []
-    assert all(r.startswith("data:") for r in resources(d)), resources(d)
+    assert all(r.startswith("data:") or local(r, run_folder) for r in resources(d)), resources(d)
+    srcs = d.execute_script("return Array.from(document.querySelectorAll('audio')).map(function (a) {"
+                            " return a.currentSrc; })")
+    assert len(srcs) == 2 and all(local(x, run_folder) for x in srcs), srcs
 
     # and back to the report
     d.find_element(By.LINK_TEXT, "back to the report").click()
     assert wait_for(d, "return location.pathname.endsWith('/report.html')")
+
+
+def test_727_sample_index_and_a_sample_page_open_fast(browser, run_folder, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from ..html_pages import scaled_report
+    d = browser
+    home = run_folder.parent.parent
+    key = "synthetic_turn_taking/100"
+    out = home / "scaled"   # inside the home folder, as the store's reports are
+    scaled_report(home, out, 727, (key,))
+    index = out / "report.html"
+    assert index.stat().st_size < 5_000_000
+    t0 = time.monotonic()
+    d.get(index.as_uri())
+    assert wait_for(d, "return document.readyState === 'complete' && document.getElementById('sample-count')"
+                       ".textContent === '727 of 727'")
+    opened = time.monotonic() - t0
+    assert opened < 5, f"the 727-sample index took {opened:.2f} s"
+    assert severe(d) == [] and all(r.startswith("data:") for r in resources(d))
+    visible = "return Array.from(document.querySelectorAll('#sample-list tbody tr')).filter(function (r) {" \
+              " return !r.hidden; }).length"
+    outcomes = d.execute_script("return Array.from(document.querySelectorAll('#sample-list tbody tr')).map("
+                                "function (r) { return r.getAttribute('data-outcome'); })")
+    assert d.execute_script(visible) == 727 == len(outcomes)
+    box = d.find_element(By.CSS_SELECTOR, "#sample-filters input[value='response']")
+    box.click()
+    assert d.execute_script(visible) == 727 - outcomes.count("response") < 727
+    box.click()
+    d.find_element(By.ID, "sample-search").send_keys("synthetic_turn_taking 10")  # no row has both words
+    assert d.execute_script(visible) == 0
+    d.execute_script("var s = document.getElementById('sample-search'); s.value = '100'; "
+                     "s.dispatchEvent(new Event('input'));")
+    shown = d.execute_script("return Array.from(document.querySelectorAll('#sample-list tbody tr')).filter("
+                             "function (r) { return !r.hidden; }).map(function (r) { return r.cells[1].textContent; })")
+    assert shown and all("100" in x for x in shown) and "100" in shown
+    d.save_screenshot(str(ARTIFACTS / "report-727.png"))
+
+    page = out / "samples" / f"{key}.html"
+    t0 = time.monotonic()
+    d.get(page.as_uri())
+    assert wait_for(d, "return document.readyState === 'complete'")
+    d.execute_script("document.getElementById('audio-user').play()")
+    assert wait_for(d, "return document.getElementById('audio-user').currentTime > 0.3", timeout=10)
+    playing = time.monotonic() - t0
+    assert playing < 5, f"the sample page took {playing:.2f} s to play 0.3 s of audio"
+    assert severe(d) == [] and all(r.startswith("data:") or local(r, run_folder) for r in resources(d))
+    assert local(d.execute_script("return document.getElementById('audio-user').currentSrc"), run_folder)
+    print(f"\n727-sample index: {index.stat().st_size / 1e6:.2f} MB, open in {opened:.2f} s; "
+          f"sample page playing in {playing:.2f} s")

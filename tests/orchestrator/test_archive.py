@@ -508,3 +508,24 @@ def test_the_pipeline_walks_in_the_canonical_order_wherever_its_tree_lies(tmp_pa
                     assert official.backchannel_ids(tree / subset) == canonical
                 assert official.listdir(tree / subset) == os.listdir(tree / subset)  # outside: as the scripts
         assert list(shm.iterdir()) == [] and list(temp.iterdir()) == []
+
+
+def test_the_archive_holds_no_report_and_rebuilds_it(made):
+    """An archive holds what rebuilds the report (every file the report reads is a stage's output),
+    not the report: built from the extracted archive, every page has the run's own bytes."""
+    from duplexeval import reports
+    from duplexeval.archive import extracted
+    from duplexeval.store import Store
+    home, run, _, zst = made
+    names = [n.split("/", 1)[1] for n in members(zst)]
+    assert not [n for n in names if n.startswith("store/reports") or n.endswith(".html") or n.startswith("runs/")]
+    own = (home / "runs" / run["run_id"] / "report.html").resolve().parent
+    want = {p.relative_to(own): p.read_bytes() for p in own.rglob("*.html")}
+    assert len(want) == 5   # the index and a page per sample
+    with extracted(zst) as root:
+        folder, built = reports.ensure(Store(root), run)
+        assert built and folder.is_relative_to(root)
+        got = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*.html")}
+        for link in folder.rglob("*.wav"):   # the pages' audio: the archived stages' WAVs
+            assert link.resolve().is_relative_to(root.resolve()) and link.resolve().is_file()
+    assert got == want

@@ -2,16 +2,17 @@
 index with the run, per task both columns side by side, a figure of the behaviour rates and of the
 stop and response latency distributions, and one page per sample with the overlap run's timeline
 above the clean run's, the overlap window marked on both, the behaviour label and the sample's
-numbers. Built from the run's stage folders through duplexeval_common.html; a missing or
-unreadable piece is named on its page, never a stop.
+numbers, and the overlap run's players (linked from the store). Built from the run's stage folders
+through duplexeval_common.html and templates/index.html, templates/sample.html (Jinja2, autoescape);
+a missing or unreadable piece is named on its page, never a stop.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from duplexeval_common.html import run as common, timeline
-from duplexeval_common.html.page import Raw, escape, figure_png, fmt, link, matplotlib, page, table
+from duplexeval_common.html import run as common, templates, timeline
+from duplexeval_common.html.page import Markup, Raw, figure_png, fmt, matplotlib, page
 
 from .score.report import subset_lines
 
@@ -84,22 +85,25 @@ def latency_figure(rows: dict[str, dict]) -> Raw | None:
 
 
 def _timeline(data, key: str, prefix: str, window, row: dict, notes: list[str]):
+    """(the Timeline of the overlap run, or of the clean twin with prefix "clean_", or None; the
+    user and model audio as audio_file gives them)."""
     user = common.audio_file(data.find(key, f"{prefix}input.wav"))
     model = common.audio_file(data.find(key, f"{prefix}output.wav"))
     if not isinstance(user, tuple):
         notes.append(f"{prefix}input.wav: {user}")
-        return None
+        return None, None, None
     words = common.words(data, data.find(key, f"{prefix}output.json"), notes)
     u = row.get("unified") or {}
     segs = u.get("clean_segments" if prefix else "segments") or []
     spans = [("overlap", window[0], window[1], "user")] if window and not prefix else []
     if window and prefix:
         spans = [("overlap window (absent from this input)", window[0], window[1], "user")]
-    return timeline.Timeline(duration=user[0].shape[0] / user[2], user=(user[0], user[2]),
-                             model=(model[0], model[2]) if isinstance(model, tuple) else None,
-                             model_note="" if isinstance(model, tuple) else f"{prefix}output.wav: {model}",
-                             words=words, vad=[tuple(x) for x in segs],
-                             markers=[("S", window[0]), ("E", window[1])] if window else [], spans=spans)
+    tl = timeline.Timeline(duration=user[0].shape[0] / user[2], user=(user[0], user[2]),
+                           model=(model[0], model[2]) if isinstance(model, tuple) else None,
+                           model_note="" if isinstance(model, tuple) else f"{prefix}output.wav: {model}",
+                           words=words, vad=[tuple(x) for x in segs],
+                           markers=[("S", window[0]), ("E", window[1])] if window else [], spans=spans)
+    return tl, user, model if isinstance(model, tuple) else None
 
 
 def sample_page(data, s, row: dict) -> str:
@@ -116,18 +120,29 @@ def sample_page(data, s, row: dict) -> str:
              ("yielded during the overlap (s)", fmt(u.get("yielded_s"), 3))]
     if row.get("problem"):
         facts.append(("problem", row["problem"]))
-    body = [f"<h1>{escape(s.key)}</h1>", table(["", ""], facts, left=2)]
-    top = _timeline(data, s.key, "", window, row, notes)
-    clean = _timeline(data, s.key, "clean_", window, row, notes)
-    if top is not None:
-        body += ["<h2>With the overlap (input.wav, output.wav)</h2>", timeline.viewer(top)]
-    if clean is not None:
-        body += ["<h2>Clean twin (clean_input.wav, clean_output.wav)</h2>", timeline.figure(clean)]
-    for n in notes:
-        body.append(f'<p class="note">{escape(n)}</p>')
-    body.append("<h2>Runner events</h2>")
-    body.append(common.events(data, data.find(s.key, "events.jsonl")))
-    return page(s.key, common.EXTRA_CSS + "\n".join(str(b) for b in body), script=timeline.TIMELINE_JS)
+    top, user, model = _timeline(data, s.key, "", window, row, notes)
+    clean, _, _ = _timeline(data, s.key, "clean_", window, row, notes)
+    players = []
+    if user is not None:
+        players.append(common.player(data, s, data.find(s.key, "input.wav"), user, "audio-user", "user (input.wav)"))
+    if model is not None:
+        players.append(common.player(data, s, data.find(s.key, "output.wav"), model, "audio-model",
+                                     "model (output.wav)"))
+    body = templates.render("sample.html", near=__file__, back=common.back_link(data),
+                            extra_css=Markup(common.EXTRA_CSS), key=s.key, facts=facts,
+                            top=timeline.viewer(top) if top is not None else None,
+                            clean=timeline.figure(clean) if clean is not None else None, players=players,
+                            notes=notes, events=Markup(common.events(data, data.find(s.key, "events.jsonl"))))
+    return page(s.key, body, script=timeline.TIMELINE_JS)
+
+
+def _outcome(row: dict) -> str:
+    """A sample's outcome for the index's filters: its behaviour label, else why it has none."""
+    if not row:
+        return "missing"
+    if not row.get("eligible", True):
+        return "ineligible"
+    return row.get("behaviour") or ("unparsed" if "content_tag" in row else "not judged")
 
 
 def build(store, record: dict, out: Path) -> int:
@@ -135,29 +150,22 @@ def build(store, record: dict, out: Path) -> int:
     metrics = data.metrics if isinstance(data.metrics, dict) and "subsets" in data.metrics else None
     rows = _rows(data)
     samples = common.sample_keys(data, set(rows))
+    n = common.write_pages(data, out, samples, lambda s: sample_page(data, s, rows.get(s.key, {})))
+    listing = []
     for s in samples:
-        p = out / common.page_path(s)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(sample_page(data, s, rows.get(s.key, {})), encoding="utf-8")
-    body = [f"<h1>Full-Duplex-Bench v1.5: {escape(record.get('model'))} on {escape(record.get('dataset'))}</h1>",
-            common.EXTRA_CSS, "<h2>Run</h2>", common.run_table(data)]
-    if metrics:
-        body.append("<h2>Per task: official and unified columns</h2>")
-        for name, sub in metrics["subsets"].items():
-            body.append(f"<pre>{escape(chr(10).join(subset_lines(name, sub)))}</pre>")
-        for fig in (behaviour_figure(metrics), latency_figure(rows)):
-            if fig is not None:
-                body.append(str(fig))
-    else:
-        body.append('<p class="note">No metrics.json: the aggregate stage did not complete.</p>')
-    listing = [(link(common.page_path(s), s.key), s.task or "-",
-                (rows.get(s.key) or {}).get("behaviour") or "-",
-                fmt(((rows.get(s.key) or {}).get("unified") or {}).get("stop_s"), 3),
-                fmt(((rows.get(s.key) or {}).get("unified") or {}).get("latency_s"), 3)) for s in samples]
-    body += ["<h2>Missing</h2>", common.missing_section(data), "<h2>Samples</h2>",
-             table(["sample", "task", "behaviour", "stop (s)", "response latency (s)"], listing, left=3)]
-    for prob in data.problems:
-        body.append(f'<p class="note">{escape(prob)}</p>')
-    (out / common.INDEX).write_text(page("Full-Duplex-Bench v1.5 report", "\n".join(str(b) for b in body)),
-                                    encoding="utf-8")
-    return len(samples)
+        row = rows.get(s.key) or {}
+        u = row.get("unified") or {}
+        listing.append({"outcome": _outcome(row), "cells": [
+            common.sample_link(data, s, s.key), s.task or "-", row.get("behaviour") or "-",
+            fmt(u.get("stop_s"), 3), fmt(u.get("latency_s"), 3)]})
+    figures = [f for f in (behaviour_figure(metrics), latency_figure(rows)) if f is not None] if metrics else []
+    body = templates.render(
+        "index.html", near=__file__, record=record, extra_css=Markup(common.EXTRA_CSS),
+        run_table=common.run_table(data),
+        subsets=None if metrics is None else ["\n".join(subset_lines(k, v)) for k, v in metrics["subsets"].items()],
+        figures=figures, missing=Markup(common.missing_section(data)),
+        samples=common.sample_list(listing, ["sample", "task", "behaviour", "stop (s)", "response latency (s)"],
+                                   left=3),
+        problems=data.problems)
+    (out / common.INDEX).write_text(page("Full-Duplex-Bench v1.5 report", body), encoding="utf-8")
+    return n

@@ -11,7 +11,8 @@ rounds stage), output.wav, runner.json and events.jsonl (runner), transcript.jso
 A round sample's page draws the round's window, not the whole dialogue: the axis starts
 CONTEXT_S before the round start (start_s) and ends at end_s, and the audio players hold that
 part only (a round's input runs from the dialogue's start, so whole-length audio would make
-the pages of a ten-round dialogue grow with every round). The model lane before start_s is the
+the report of a ten-round dialogue grow with every round): a WAV of the window written beside the
+page and linked (run_report.player), inlined in a self-contained file. The model lane before start_s is the
 ground-truth history the runner was given, drawn as a hatched "ground truth" band.
 """
 
@@ -26,7 +27,7 @@ from typing import Callable
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.html import plots, timeline
 from duplexeval_common.html import run as run_report
-from duplexeval_common.html.page import audio, escape, link, page, table
+from duplexeval_common.html.page import escape, page, table
 from duplexeval_common.samples import Sample, id_sort_key
 from duplexeval_common.secrets import scrub
 
@@ -328,12 +329,23 @@ def _samples_table(data: MtrData, samples: list[Sample]) -> str:
     for s in samples:
         r = round_result(data, s)
         p, c = r.get("paper") or {}, r.get("code") or {}
-        rows.append((s.subset, link(run_report.page_path(s), s.id), r["dialogue"], r["round"], r["scenario"] or "-",
-                     _yes(p.get("success")), _yes(c.get("success")), _f(p.get("latency_s")),
-                     _f(c.get("latency_s")), judgement_text(r), r["why"]))
-    return table(["subset", "round sample", "dialogue", "round", "scenario", "success (paper)", "success (code)",
-                  "latency s (paper)", "latency s (code)", "judgement", "missing: why"], rows, left=5,
-                 cls="samples mtr-samples")
+        rows.append({"outcome": _outcome(r), "cells": [
+            s.subset, run_report.sample_link(data.run, s), r["dialogue"], r["round"], r["scenario"] or "-",
+            _yes(p.get("success")), _yes(c.get("success")), _f(p.get("latency_s")), _f(c.get("latency_s")),
+            judgement_text(r), r["why"]]})
+    return run_report.sample_list(rows, ["subset", "round sample", "dialogue", "round", "scenario", "success (paper)",
+                                         "success (code)", "latency s (paper)", "latency s (code)", "judgement",
+                                         "missing: why"], left=5, cls="samples mtr-samples")
+
+
+def _outcome(r: dict) -> str:
+    """A round's outcome for the index's filters: missing, success or no success (paper column) of
+    a features round, else its judgement's status (not judged, ok, unparsed, error)."""
+    if not r["observed"]:
+        return "missing"
+    if r.get("paper") is not None or r.get("code") is not None:
+        return "success" if (r.get("paper") or {}).get("success") else "no success"
+    return judgement_text(r).split(",")[0]
 
 
 def index_page(data: MtrData, samples: list[Sample]) -> str:
@@ -470,8 +482,9 @@ def sample_page(data: MtrData, s: Sample) -> str:
     rrec = run_report.read_json(runner, data.run, f"{s.key} runner.json") if runner is not None else None
     rround = (rrec or {}).get("round") if isinstance(rrec, dict) and isinstance(rrec.get("round"), dict) else {}
 
-    user = run_report.audio_file(data.run.find(s.key, "input.wav"))
-    model = run_report.audio_file(data.run.find(s.key, "output.wav"))
+    paths = {"user": data.run.find(s.key, "input.wav"), "model": data.run.find(s.key, "output.wav")}
+    user = run_report.audio_file(paths["user"])
+    model = run_report.audio_file(paths["model"])
     for what, x in (("input.wav (user)", user), ("output.wav (model)", model)):
         if isinstance(x, str):
             notes.append(x)
@@ -510,7 +523,7 @@ def sample_page(data: MtrData, s: Sample) -> str:
                *result]
     if r["why"]:
         summary.append(("missing", r["why"]))
-    body = [f"<nav>{link('../../' + run_report.INDEX, 'back to the report')}</nav>", run_report.EXTRA_CSS,
+    body = [f"<nav>{run_report.back_link(data.run)}</nav>", run_report.EXTRA_CSS,
             f"<h1>{escape(s.key)}</h1>", table(["round sample", ""], summary, left=2, cls="round")]
     body += [f'<p class="note">{escape(scrub(n))}</p>' for n in notes]
 
@@ -541,11 +554,13 @@ def sample_page(data: MtrData, s: Sample) -> str:
                     "playing audio.</p>")
         body.append(timeline.viewer(tl))
     players = []
-    if user_w is not None:
-        players.append(audio(user_w[1], user_w[2], "audio-user", f"user (input.wav from {_f(t0)} s)"))
-    if model_w is not None:
-        players.append(audio(model_w[1], model_w[2], "audio-model",
-                             f"model (output.wav from {_f(t0)} s; GT history before {_f(start)} s)"))
+    if user is not None:
+        players.append(run_report.player(data.run, s, paths["user"], user, "audio-user",
+                                         f"user (input.wav from {_f(t0)} s)", start=t0))
+    if model is not None:
+        players.append(run_report.player(data.run, s, paths["model"], model, "audio-model",
+                                         f"model (output.wav from {_f(t0)} s; GT history before {_f(start)} s)",
+                                         start=t0))
     body.append('<div class="players">' + "".join(players) + "</div>")
 
     body.append("<h2>Markers</h2>")
@@ -570,7 +585,7 @@ def sample_page(data: MtrData, s: Sample) -> str:
     body.append(table(["stage", "status", "reason"], run_report.statuses(data.run, s), left=3))
     body.append("<h2>Runner events</h2>")
     body.append(run_report.events(data.run, data.run.find(s.key, "events.jsonl")))
-    body.append(f"<nav>{link('../../' + run_report.INDEX, 'back to the report')}</nav>")
+    body.append(f"<nav>{run_report.back_link(data.run)}</nav>")
     return page(f"{s.key}: {headline}", "\n".join(body),
                 script=timeline.WINDOW_JS if t0 > 0 else timeline.TIMELINE_JS)
 
@@ -580,9 +595,6 @@ def build(store, record: dict, out: Path) -> int:
     number of round sample pages."""
     data = load(store, record)
     samples = round_samples(data)
-    for s in samples:
-        p = out / run_report.page_path(s)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(sample_page(data, s), encoding="utf-8")
+    n = run_report.write_pages(data.run, out, samples, lambda s: sample_page(data, s))
     (out / run_report.INDEX).write_text(index_page(data, samples), encoding="utf-8")
-    return len(samples)
+    return n

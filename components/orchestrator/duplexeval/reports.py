@@ -12,6 +12,10 @@ The run folder runs/<id>/ gets relative links a person can open: metrics.json an
 aggregate stage's files), report.html and samples/ (the report's index and its sample pages, so
 that the index's links to samples/... and the pages' links back to ../../report.html work from
 the run folder too).
+
+The report holds no audio: its sample pages link the stages' WAVs in the store by relative path
+(duplexeval_common.html.run.player). `self_contained` writes one file to send instead: the index
+and the chosen samples' pages with their audio inlined (`duplexeval report --self-contained`).
 """
 
 from __future__ import annotations
@@ -19,16 +23,19 @@ from __future__ import annotations
 import os
 import secrets as _random
 import shutil
+import tempfile
 from pathlib import Path
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json
 
-REPORT_VERSION = "3"
+REPORT_VERSION = "4"
 REPORTS = "reports"
 INDEX = "report.html"
 RUN_FIELDS = ("model", "dataset", "asr", "judge", "limit", "runtime", "status", "reason", "missing")
 AGGREGATE_FILES = ("metrics.json", "report.md")
+SELF_CONTAINED = "report-self-contained.html"  # the default file of `report --self-contained`
+MAX_BUNDLE = 100  # samples a self-contained file holds without --samples
 
 
 def digest(record: dict) -> str:
@@ -138,3 +145,43 @@ def paths(store, record: dict) -> dict[str, Path | None]:
     rep = report_dir(store, record) / INDEX
     out[INDEX] = p if p.exists() else (rep if rep.is_file() else None)
     return out
+
+
+def self_contained(store, run_ref: str, samples: list[str] | None = None, out: Path | None = None) -> tuple[Path, int]:
+    """`duplexeval report RUN --self-contained`: one HTML file with the index and the pages of
+    `samples` (every sample's when None, at most MAX_BUNDLE), their audio inlined; written to
+    `out` (default runs/<id>/report-self-contained.html). (the file, the number of sample pages)."""
+    from duplexeval_common.html import run as html_run
+    from duplexeval_common.jsonio import atomic_write_text
+    from duplexeval_common.samples import id_sort_key
+    record = store.read_run(run_ref)
+    run_id = record["run_id"]
+    if record.get("status") == "running":
+        raise DuplexEvalError(f"run {run_id} is still running (or was killed): no report yet")
+    keys = list(dict.fromkeys(samples)) if samples else None
+    if keys is None:
+        n = len(html_run.sample_keys(html_run.load(store, record)))
+        if n > MAX_BUNDLE:
+            raise DuplexEvalError(f"run {run_id} has {n} samples: choose at most {MAX_BUNDLE} for one file "
+                                  "with --samples SUBSET/ID")
+    out = Path(out) if out is not None else store.resolve_run(run_id) / SELF_CONTAINED
+    if out.is_dir():
+        raise DuplexEvalError(f"{out} is a folder: give a file name with -o")
+    report = benchmark_of(record).hook("report")
+    with tempfile.TemporaryDirectory(prefix=".duplexeval-bundle-", dir=store.root) as tmp:
+        folder = Path(tmp)
+        with html_run.self_contained(keys):
+            report.build(store, record, folder)
+        pages = sorted(folder.joinpath(html_run.SAMPLES_DIR).glob("*/*.html"))
+        found = {f"{p.parent.name}/{p.stem}": p for p in pages}
+        unknown = [k for k in keys or [] if k not in found]
+        if unknown:
+            raise DuplexEvalError(f"run {run_id} has no sample {unknown[0]!r} (give SUBSET/ID as the report "
+                                  f"lists them; {len(unknown)} unknown)")
+        index = (folder / INDEX).read_text(encoding="utf-8")
+        order = keys or sorted(found, key=lambda k: (k.partition("/")[0], *id_sort_key(k.partition("/")[2])))
+        chosen = [(k, found[k].read_text(encoding="utf-8")) for k in order]
+    title = f"duplexeval report {run_id}: {record.get('model')} on {record.get('dataset')}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, html_run.bundle(title, index, chosen))
+    return out, len(chosen)

@@ -7,8 +7,10 @@ input.wav and annotations; the runner stage's output.wav and events.jsonl; the a
 output.json (words) and vad.json; every stage's stage.json (each sample's status and reason).
 A piece that is missing or unreadable is named on the page; it never stops the report.
 
-`build(store, record, out)` writes out/report.html and out/samples/<subset>/<id>.html and returns
-the number of sample pages. The bytes depend only on those inputs (no clock, no paths).
+`build(store, record, out)` writes out/report.html and out/samples/<subset>/<id>.html (their audio
+linked from the store, duplexeval_common.html.run.player) and returns the number of sample pages.
+The HTML comes from templates/index.html and templates/sample.html (Jinja2, autoescape). The bytes
+depend only on those inputs (no clock, no paths).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
-from duplexeval_common.html import run as common, timeline
-from duplexeval_common.html.page import Raw, escape, fmt, link, page, table
-from duplexeval_common.html.run import EXTRA_CSS, INDEX, page_path, read_json
+from duplexeval_common.html import run as common, templates, timeline
+from duplexeval_common.html.page import Markup, Raw, fmt, page
+from duplexeval_common.html.run import EXTRA_CSS, INDEX, read_json
 from duplexeval_common.samples import Sample
 from duplexeval_common.secrets import scrub
 
@@ -116,10 +118,11 @@ def _outcome(data: RunData, s: Sample) -> tuple[str, str]:
 
 
 
-def _subset_section(name: str, task: str, s: dict, revision: dict | None, extra: dict | None) -> str:
+def _subset_section(name: str, task: str, s: dict, revision: dict | None, extra: dict | None) -> dict:
+    """What templates/index.html shows of one subset: its header line, the table of both columns,
+    the ineligible reasons and the unified.json notes."""
     from ..score import report as agg
     lines = agg.subset_table(name, task, s, revision)
-    head = lines[0].removeprefix("== ")
     off = []
     for k in agg.OFFICIAL_KEYS[task]:
         label = f"rating[{s.get('rating_label')}]" if k == "rating" and s.get("rating_label") not in (
@@ -132,41 +135,35 @@ def _subset_section(name: str, task: str, s: dict, revision: dict | None, extra:
         uni.append((k, agg._value(m), agg._interval(m["interval"]), cn, agg._extra(m)))
     if not uni:
         uni.append((agg.NO_UNIFIED, "", "", "", ""))
-    rows = [(*(a or ("", "")), *(b or ("", "", "", "", ""))) for a, b in zip_longest(off, uni)]
-    out = [f'<h3 id="subset-{escape(name)}">{escape(head)}</h3>',
-           table([agg.official_head(revision), "value", "unified", "value", "95% interval", "count/n",
-                  "bounds / p90"], rows, cls=f"subset subset-{escape(name)}")]
-    out += [f'<p class="muted">{escape(x.strip())}</p>' for x in lines if x.startswith("   ineligible:")]
-    if extra:
-        if extra.get("min_observable_s") is not None:
-            out.append(f'<p class="muted">min_observable_s {agg._f(extra["min_observable_s"], 3)} (a '
-                       "response_rate_ks with k above it is a lower bound)</p>")
-        for note in extra.get("official_notes") or []:
-            out.append(f'<p class="muted">note: {escape(note)}</p>')
-        for x in extra.get("invalid") or []:
-            out.append(f'<p class="bad">excluded: {escape(x.get("sample_id"))}: {escape(x.get("reason"))} '
-                       f'({escape(x.get("problem"))})</p>')
-    return "\n".join(out)
+    extra = extra or {}
+    return {"name": name, "error": None, "head": lines[0].removeprefix("== "),
+            "headers": [agg.official_head(revision), "value", "unified", "value", "95% interval", "count/n",
+                        "bounds / p90"],
+            "rows": [(*(a or ("", "")), *(b or ("", "", "", "", ""))) for a, b in zip_longest(off, uni)],
+            "ineligible": [x.strip() for x in lines if x.startswith("   ineligible:")],
+            "min_observable": (agg._f(extra["min_observable_s"], 3) if extra.get("min_observable_s") is not None
+                               else None),
+            "notes": extra.get("official_notes") or [], "invalid": extra.get("invalid") or []}
 
 
-def _headline(data: RunData) -> str:
+def _headline(data: RunData) -> dict | None:
+    """The metrics of templates/index.html: the revision line and each subset (None without metrics)."""
     from ..score.report import revision_line
     m = data.metrics
     if not m or not isinstance(m.get("subsets"), dict):
-        return '<p class="note">No metrics: the aggregate stage did not complete (metrics.json missing).</p>'
+        return None
     revision = m.get("official_revision")
-    out = [f'<p class="muted">{escape(revision_line(revision))}; left: official column, right: unified '
-           "column (value, 95% interval; benchmarks/fdb-v1/README.md defines each)</p>"]
     extras = (data.unified or {}).get("subsets", {}) if isinstance(data.unified, dict) else {}
     tasks = subset_tasks(data)
+    subsets = []
     for name, s in m["subsets"].items():
         if tasks.get(name) is None:
             continue
         try:
-            out.append(_subset_section(name, tasks[name], s, revision, extras.get(name)))
+            subsets.append(_subset_section(name, tasks[name], s, revision, extras.get(name)))
         except (KeyError, TypeError, ValueError) as exc:
-            out.append(f'<p class="bad">{escape(name)}: metrics.json entry not readable ({escape(exc)})</p>')
-    return "\n".join(out)
+            subsets.append({"name": name, "error": str(exc)})
+    return {"revision": revision_line(revision), "subsets": subsets}
 
 
 def _plots(data: RunData) -> str:
@@ -181,30 +178,24 @@ def _plots(data: RunData) -> str:
     return "\n".join(out)
 
 
-def _samples_table(data: RunData, samples: list[Sample]) -> str:
+def _samples_table(data: RunData, samples: list[Sample]) -> Raw:
     rows = []
     for s in samples:
         out, why = outcome(data, s)
         row = data.rows.get(s.key) or {}
-        rows.append((s.subset, link(page_path(s), s.id), Raw(f'<span class="outcome">{escape(out)}</span>'),
-                     why, fmt(row.get("latency_s"), 3)))
-    return table(["subset", "id", "outcome", "reason", "latency (s)"], rows, left=4, cls="samples")
+        rows.append({"outcome": out, "cells": [s.subset, common.sample_link(data, s),
+                                               Raw(Markup('<span class="outcome">{}</span>').format(out)),
+                                               why, fmt(row.get("latency_s"), 3)]})
+    return common.sample_list(rows, ["subset", "id", "outcome", "reason", "latency (s)"], left=4)
 
 
 def index_page(data: RunData, samples: list[Sample]) -> str:
     r = data.record
-    body = [f"<h1>duplexeval report: {escape(r.get('model'))} on {escape(r.get('dataset'))}</h1>",
-            '<nav><a href="#metrics">metrics</a><a href="#plots">plots</a><a href="#samples">samples</a>'
-            '<a href="#missing">missing</a></nav>', EXTRA_CSS,
-            "<h2>Run</h2>", common.run_table(data),
-            '<h2 id="metrics">Metrics</h2>', _headline(data),
-            '<h2 id="plots">Plots</h2>', _plots(data),
-            '<h2 id="missing">Missing samples</h2>', common.missing_section(data),
-            f'<h2 id="samples">Samples ({len(samples)})</h2>', _samples_table(data, samples)]
-    if data.problems:
-        body += ["<h2>Problems reading the run</h2>",
-                 "<ul>" + "".join(f"<li>{escape(scrub(p))}</li>" for p in data.problems) + "</ul>"]
-    return page(f"duplexeval report: {r.get('model')} on {r.get('dataset')}", "\n".join(body))
+    body = templates.render("index.html", near=__file__, record=r, extra_css=Markup(EXTRA_CSS),
+                            run_table=common.run_table(data), metrics=_headline(data), plots=Markup(_plots(data)),
+                            missing=Markup(common.missing_section(data)), n_samples=len(samples),
+                            samples=_samples_table(data, samples), problems=[scrub(p) for p in data.problems])
+    return page(f"duplexeval report: {r.get('model')} on {r.get('dataset')}", body)
 
 
 def _markers(data: RunData, s: Sample, notes: list[str]) -> tuple[list, list]:
@@ -251,8 +242,9 @@ def sample_page(data: RunData, s: Sample) -> str:
     task = s.task
     out, why = outcome(data, s)
     row = data.rows.get(s.key) or {}
-    user = common.audio_file(data.find(s.key, "input.wav"))
-    model = common.audio_file(data.find(s.key, "output.wav"))
+    paths = {"user": data.find(s.key, "input.wav"), "model": data.find(s.key, "output.wav")}
+    user = common.audio_file(paths["user"])
+    model = common.audio_file(paths["model"])
     for what, x in (("input.wav (user)", user), ("output.wav (model)", model)):
         if isinstance(x, str):
             notes.append(x)
@@ -265,62 +257,41 @@ def sample_page(data: RunData, s: Sample) -> str:
     pauses, markers = _markers(data, s, notes)
     vad, vad_label = _vad(data, s)
 
-    summary = [("task", task), ("outcome", Raw(f'<span class="outcome">{escape(out)}</span>')),
+    summary = [("task", task), ("outcome", Raw(Markup('<span class="outcome">{}</span>').format(out))),
                ("reason", why), ("latency (s)", fmt(row.get("latency_s"), 3)),
                ("T (s)", fmt(row.get("T_s"), 3))]
     if row.get("rating") is not None:
         summary.append(("rating", row["rating"]))
-    body = [f"<nav>{link('../../' + INDEX, 'back to the report')}</nav>", EXTRA_CSS,
-            f"<h1>{escape(s.key)}</h1>", table(["sample", ""], summary, left=2)]
-    body += [f'<p class="note">{escape(scrub(n))}</p>' for n in notes]
-    body.append("<h2>Timeline</h2>")
-    if user is None and model is None:
-        body.append('<p class="note">No audio: nothing to draw.</p>')
-    else:
+    viewer = None
+    if user is not None or model is not None:
         dur = max([x[0].shape[0] / x[2] for x in (user, model) if x is not None])
         if user is not None:
             dur = user[0].shape[0] / user[2]  # the input window [0, T]
         reason = (data.record.get("missing") or {}).get(s.key, "")
-        tl = timeline.Timeline(duration=dur, user=(user[0], user[2]) if user else None,
-                               model=(model[0], model[2]) if model else None, words=words, vad=vad,
-                               pauses=pauses, markers=markers, vad_label=vad_label,
-                               model_note="no model output" + (f" ({scrub(reason)[:90]})" if reason else ""))
-        body.append('<p class="muted">Click the timeline to seek both channels; the red line follows '
-                    "the playing audio.</p>")
-        body.append(timeline.viewer(tl))
-    from duplexeval_common.html.page import audio
+        viewer = timeline.viewer(timeline.Timeline(
+            duration=dur, user=(user[0], user[2]) if user else None, model=(model[0], model[2]) if model else None,
+            words=words, vad=vad, pauses=pauses, markers=markers, vad_label=vad_label,
+            model_note="no model output" + (f" ({scrub(reason)[:90]})" if reason else "")))
     players = []
     if user is not None:
-        players.append(audio(user[1], user[2], "audio-user", "user (input.wav)"))
+        players.append(common.player(data, s, paths["user"], user, "audio-user", "user (input.wav)"))
     if model is not None:
-        players.append(audio(model[1], model[2], "audio-model", "model (output.wav)"))
-    body.append('<div class="players">' + "".join(players) + "</div>")
-    body.append("<h2>Markers</h2>")
+        players.append(common.player(data, s, paths["model"], model, "audio-model", "model (output.wav)"))
     mrows = [(f"pause {i + 1}", fmt(a, 3), fmt(b, 3)) for i, (a, b) in enumerate(pauses)]
     mrows += [(n, fmt(t, 3), "") for n, t in markers]
-    body.append(table(["marker", "time (s)", "end (s)"], mrows, cls="markers") if mrows
-                else '<p class="muted">No annotation markers for this task.</p>')
-    body.append(f"<h2>Words (ASR, model channel): {len(words)}</h2>")
-    body.append(table(["word", "start (s)", "end (s)"], [(w, fmt(a, 3), fmt(b, 3)) for w, a, b in words],
-                      cls="words") if words else '<p class="muted">No words.</p>')
-    body.append(f"<h2>{escape(vad_label)} segments: {len(vad)}</h2>")
-    body.append(table(["start (s)", "end (s)"], [(fmt(a, 3), fmt(b, 3)) for a, b in vad], left=0,
-                      cls="vad") if vad else '<p class="muted">No segments.</p>')
-    body.append("<h2>Stages</h2>")
-    body.append(table(["stage", "status", "reason"], common.statuses(data, s), left=3))
-    body.append("<h2>Runner events</h2>")
-    body.append(common.events(data, data.find(s.key, "events.jsonl")))
-    body.append(f"<nav>{link('../../' + INDEX, 'back to the report')}</nav>")
-    return page(f"{s.key}: {out}", "\n".join(body), script=timeline.TIMELINE_JS)
+    body = templates.render(
+        "sample.html", near=__file__, back=common.back_link(data), extra_css=Markup(EXTRA_CSS), key=s.key,
+        summary=summary, notes=[scrub(n) for n in notes], viewer=viewer, players=players, markers=mrows,
+        words=[(w, fmt(a, 3), fmt(b, 3)) for w, a, b in words], vad_label=vad_label,
+        vad=[(fmt(a, 3), fmt(b, 3)) for a, b in vad], statuses=common.statuses(data, s),
+        events=Markup(common.events(data, data.find(s.key, "events.jsonl"))))
+    return page(f"{s.key}: {out}", body, script=timeline.TIMELINE_JS)
 
 
 def build(store, record: dict, out: Path) -> int:
     """Write the report of a run into the folder `out` (which exists and is empty)."""
     data = load(store, record)
     samples = common.sample_keys(data, set(data.rows))
-    for s in samples:
-        p = out / page_path(s)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(sample_page(data, s), encoding="utf-8")
+    n = common.write_pages(data, out, samples, lambda s: sample_page(data, s))
     (out / INDEX).write_text(index_page(data, samples), encoding="utf-8")
-    return len(samples)
+    return n

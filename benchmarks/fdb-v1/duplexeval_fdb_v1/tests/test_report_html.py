@@ -151,15 +151,103 @@ def test_markers_at_the_annotated_times(home):
         assert 0 < geo["x0"] < geo["x1"] < 1 and 0 < geo["y0"] < geo["y1"] < 1
 
 
-def test_pages_are_self_contained(home):
+def test_pages_fetch_nothing_remote_and_link_the_store_audio(home):
+    """Plots inlined, audio linked: each player's src is a relative path that leads, from the run
+    folder and from the store alike, to the stage's WAV, loaded only when played."""
     from duplexeval_common.html.page import CSP
-    for page in [run_dir(home) / "report.html", *sorted((run_dir(home) / "samples").glob("*/*.html"))]:
+    pages = [run_dir(home) / "report.html", *sorted((run_dir(home) / "samples").glob("*/*.html"))]
+    assert "media-src 'self' data:" in CSP and "http" not in CSP
+    index = pages[0].read_text()
+    assert "<audio" not in index and "audio/wav" not in index
+    # composed markup is not escaped twice (nothing in this run's text needs escaping)
+    assert "<h3>Stages</h3>" in index and "&lt;" not in index and "&amp;" not in index
+    for page in pages:
         text = page.read_text()
         assert CSP in text
         p = parse(page)
-        assert p.srcs and all(s.startswith("data:") for s in p.srcs), page
         assert all(not re.match(r"[a-z]+://", x) for x in p.links), page
         assert "http://" not in text.replace("http-equiv", "") and "https://" not in text
+        imgs = re.findall(r'<img [^>]*src="([^"]+)"', text)
+        assert imgs and all(x.startswith("data:image/png;base64,") for x in imgs), page
+    for page in pages[1:]:
+        key = f"{page.parent.name}/{page.stem}"
+        players = re.findall(r'<audio id="(audio-[a-z]+)" controls preload="none" src="([^"]+)"', page.read_text())
+        assert [x for x, _ in players] == ["audio-user", "audio-model"], page
+        for element, src in players:
+            name = {"audio-user": "input.wav", "audio-model": "output.wav"}[element]
+            stage = stage_dir(home, "dataset" if name == "input.wav" else "runner")
+            assert src == f"{page.stem}/{name}"
+            link = page.parent / src
+            assert link.is_symlink() and not os.path.isabs(os.readlink(link))
+            stored = reports_page(home, key).parent / src   # the same page, opened from the store
+            for p in (link, stored):
+                assert p.resolve() == (stage / "samples" / key / name).resolve(), (p, key)
+
+
+def reports_page(home, key) -> Path:
+    return (run_dir(home) / "report.html").resolve().parent / "samples" / f"{key}.html"
+
+
+def test_moved_home_still_plays(home, tmp_path):
+    """The whole home folder moved: the run folder's pages still reach their audio."""
+    moved = tmp_path / "elsewhere" / "home"
+    shutil.copytree(home, moved, symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    pages = sorted((run_dir(moved) / "samples").glob("*/*.html"))
+    assert pages
+    for page in pages:
+        for src in re.findall(r'<audio [^>]*src="([^"]+)"', page.read_text()):
+            target = (page.parent / src).resolve()
+            assert target.is_file() and moved.resolve() in target.parents, (page, src)
+
+
+def test_self_contained_file_of_chosen_samples(home, tmp_path):
+    """`report --self-contained --samples`: one file, the index and the chosen pages in frames,
+    their audio inlined (the WAVs' bytes), links into the file; unknown samples and misplaced
+    options are one line."""
+    import base64
+    import html
+    chosen = ["synthetic_turn_taking/0", "synthetic_user_interruption/0"]
+    out = tmp_path / "send" / "two.html"
+    r = dx(home, "report", "--self-contained", "--samples", chosen[0], "--samples", chosen[1], "-o", str(out))
+    assert r.returncode == 0 and "2 sample page(s)" in r.stdout, r.stdout + r.stderr
+    text = out.read_text()
+    frames = [html.unescape(x) for x in re.findall(r'srcdoc="([^"]*)"', text)]
+    assert len(frames) == 3   # the index, then each chosen sample
+    index, pages = frames[0], frames[1:]
+    assert "<audio" not in index
+    for key in chosen:
+        assert f'href="#sample-{key.replace("/", "--")}" target="_top"' in index
+        assert f'id="sample-{key.replace("/", "--")}"' in text
+    assert 'href="samples/' not in index
+    assert "synthetic_pause_handling" in index and 'href="#sample-synthetic_pause_handling--0"' not in index
+    for key, page in zip(chosen, pages):
+        assert f"<h1>{key}</h1>" in page and 'href="#report" target="_top"' in page
+        srcs = dict(re.findall(r'<audio id="(audio-[a-z]+)" [^>]*src="([^"]+)"', page))
+        assert set(srcs) == {"audio-user", "audio-model"}
+        wav = stage_dir(home, "runner") / "samples" / key / "output.wav"
+        assert srcs["audio-model"].startswith("data:audio/wav;base64,")
+        import soundfile as sf
+        import io
+        got = sf.read(io.BytesIO(base64.b64decode(srcs["audio-model"].split(",", 1)[1])))[0]
+        assert len(got) == sf.info(str(wav)).frames
+    default = dx(home, "report", "--self-contained")
+    assert default.returncode == 0, default.stderr
+    assert (run_dir(home) / "report-self-contained.html").is_file() and "4 sample page(s)" in default.stdout
+    for args, want in ((["--self-contained", "--samples", "synthetic_turn_taking/9"],
+                        "has no sample 'synthetic_turn_taking/9'"),
+                       (["--samples", chosen[0]], "--samples and -o/--output go with --self-contained"),
+                       (["--self-contained", "-o", str(tmp_path)], "is a folder")):
+        bad = dx(home, "report", *args)
+        assert bad.returncode == 2 and want in bad.stderr and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
+def test_bundle_refuses_a_large_run_without_samples(home, monkeypatch):
+    from duplexeval import reports
+    from duplexeval.store import Store
+    from duplexeval_common.errors import DuplexEvalError
+    monkeypatch.setattr(reports, "MAX_BUNDLE", 3)
+    with pytest.raises(DuplexEvalError, match="has 4 samples: choose at most 3"):
+        reports.self_contained(Store(home), "latest")
 
 
 def copy_home(home, dst) -> Path:
@@ -186,6 +274,7 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
     assert 'id="audio-user"' in page and 'id="audio-model"' not in page and 'class="timeline"' in page
     index = parse(path)
     assert ["synthetic_turn_taking/0", "runner: failed: the model closed the connection"] in dict(index.tables)[""]
+    assert "<p>1 sample(s) missing from the metrics:</p>" in path.read_text()
     text = (run_dir(h) / "samples" / f"{damaged}.html").read_text()
     assert "No words." in text
     assert "output.json: not readable" in path.read_text()
@@ -340,3 +429,27 @@ def test_index_draws_no_rounds_even_when_metrics_have_them(home):
     data.metrics["subsets"]["synthetic_turn_taking"]["per_round"] = [
         {k: v for k, v in r.items() if k != "subset"} for r in PER_ROUND[:3]]
     assert "By round" not in run_report._plots(data) and "<img" in run_report._plots(data)
+
+
+def test_index_of_727_samples_is_small_and_lists_them_all(home, tmp_path):
+    """fdb-synth's size (727 samples): the index stays one small file with no audio (every row,
+    its outcome for the filters, a link per sample), and a sample page links its audio."""
+    from tests.html_pages import scaled_report
+    out = tmp_path / "report"
+    key = "synthetic_user_interruption/7"
+    _, keys = scaled_report(home, out, 727, (key,))
+    index = out / "report.html"
+    size = index.stat().st_size
+    assert size < 5_000_000, f"{size / 1e6:.2f} MB"
+    text = index.read_text()
+    assert "<audio" not in text and "audio/wav" not in text
+    rows = dict(parse(index).tables)["samples"][1:]
+    assert [f"{r[0]}/{r[1]}" for r in rows] == sorted(keys, key=lambda k: (k.split("/")[0], int(k.split("/")[1])))
+    outcomes = re.findall(r'<tr data-outcome="([^"]+)">', text)
+    assert len(outcomes) == 727 and {r[2] for r in rows} == set(outcomes)
+    for outcome in set(outcomes):
+        assert f'value="{outcome}" checked> {outcome} ({outcomes.count(outcome)})' in text
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html")) == ["report.html", f"samples/{key}.html"]
+    page = out / "samples" / f"{key}.html"
+    for src in re.findall(r'<audio [^>]*preload="none" src="([^"]+)"', page.read_text()):
+        assert (page.parent / src).resolve().is_file()

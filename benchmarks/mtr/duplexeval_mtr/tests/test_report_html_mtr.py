@@ -118,7 +118,7 @@ def test_round_figure_draws_the_paper_column(runs):
                   text)
     assert m, "no round figure"
     assert Image.open(io.BytesIO(base64.b64decode(m.group(1)))).size == (1000, 360)
-    assert "by the paper&#x27;s definitions" in text
+    assert "by the paper&#39;s definitions" in text
     # what the figure draws: each round's top-level success_rate and latency_s, the paper column
     rows = [r for r in plots.per_round_rows(metrics) if r["subset"] == "pause_features"]
     assert [r["round"] for r in rows] == list(range(1, 11))
@@ -161,10 +161,14 @@ def _markers(text: str) -> list[dict]:
     return json.loads(html.unescape(re.search(r'data-markers="([^"]*)"', text).group(1)))
 
 
-def _wav_frames(text: str, element: str) -> int:
+def _wav_frames(page: Path, element: str) -> int:
+    """The frames of a player's audio: the WAV of the window the page links (lazily), or inlined."""
     import soundfile as sf
-    m = re.search(rf'<audio id="{element}" [^>]*src="data:audio/wav;base64,([^"]+)"', text)
-    return sf.info(io.BytesIO(base64.b64decode(m.group(1)))).frames
+    src = re.search(rf'<audio id="{element}" [^>]*src="([^"]+)"', page.read_text()).group(1)
+    if src.startswith("data:"):
+        return sf.info(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).frames
+    assert 'preload="none"' in page.read_text() and not (page.parent / src).is_symlink()
+    return sf.info(str(page.parent / src)).frames
 
 
 def test_round_page_window_history_and_encoding_markers(runs):
@@ -203,7 +207,7 @@ def test_round_page_window_history_and_encoding_markers(runs):
     assert markers["round start (start_s)"][0] == f"{start:.3f}"
     # the audio is the window: from t0 to the end of input.wav (round(end_s * 16000) samples)
     n = round(end * 16000) - round(t0 * 16000)
-    assert _wav_frames(text, "audio-user") == _wav_frames(text, "audio-model") == n
+    assert _wav_frames(page, "audio-user") == _wav_frames(page, "audio-model") == n
     assert timeline.WINDOW_JS in text and "off + current.currentTime" in timeline.WINDOW_JS
     # the model's words: the asr stage's transcript.json, all at or after the round start
     words = read_json(stage_dir(run, "asr") / "samples" / key / "transcript.json")["words"]
@@ -238,8 +242,10 @@ def test_pages_self_contained_and_readable(runs, model):
     for p in pages:
         text = p.read_text()
         assert CSP in text and "not readable" not in text, p
-        srcs = parse(p).srcs
-        assert srcs and all(x.startswith("data:") for x in srcs), p
+        imgs = re.findall(r'<img [^>]*src="([^"]+)"', text)
+        assert imgs and all(x.startswith("data:image/png;base64,") for x in imgs), p
+        for src in re.findall(r'<audio [^>]*src="([^"]+)"', text):   # the window's WAV beside the page
+            assert not re.match(r"[a-z]+:", src) and (p.parent / src).is_file(), (p, src)
 
 
 def copy_home(runs, dst: Path) -> Path:
@@ -302,7 +308,7 @@ def test_missing_round_and_damaged_files(runs, tmp_path):
     assert "transcript.json (ASR words) is not in the expected form" in damaged_page and "No words." in damaged_page
     assert f"{damaged} transcript.json: not readable" in index.read_text()   # named among the problems
     bare_page = (out / "samples" / f"{bare}.html").read_text()
-    assert "no round.json: the round&#x27;s window and encoding are not known" in bare_page
+    assert "no round.json: the round&#39;s window and encoding are not known" in bare_page
     assert 'data-t0="0.000000"' in bare_page   # no window: the whole input
     # a subset entry that is not an mtr metrics entry is named, the others shown
     metrics["subsets"]["pause_features"] = {"task": "features", "per_round": [{"round": 1}]}
@@ -373,6 +379,7 @@ def test_window_page_in_chromium(runs):
         d.get((runs["always-talk"] / "samples" / "pause_features" / "pause-000-r03.html").as_uri())
         assert wait_for(d, "var i = document.querySelector('#timeline img');"
                            " return document.readyState === 'complete' && i && i.complete && i.naturalWidth > 0")
+        d.execute_script("document.querySelectorAll('audio').forEach(function (a) { a.preload = 'auto'; a.load(); })")
         for el in ("audio-user", "audio-model"):
             assert wait_for(d, f"return document.getElementById('{el}').readyState >= 1"), el
         tl = d.find_element(By.ID, "timeline")
@@ -401,6 +408,8 @@ def test_window_page_in_chromium(runs):
         assert abs(float(tl.get_attribute("data-time")) - (geo["t0"] + t)) < 0.3
         assert severe(d) == []
         assert all(r.startswith("data:") for r in resources(d))
+        assert all(x.startswith("file://") for x in d.execute_script(
+            "return Array.from(document.querySelectorAll('audio')).map(function (a) { return a.currentSrc; })"))
     finally:
         d.quit()
 

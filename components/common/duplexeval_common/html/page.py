@@ -1,22 +1,27 @@
-"""The pieces every page is made of: the document shell, tables, inlined plots and audio.
+"""The pieces every page is made of: the document frame, tables, inlined plots and audio.
 
-Pages are deterministic: the same inputs give the same bytes (PNG metadata without the
-matplotlib version or a date, WAV without timestamps, no clock in the text), so a report of an
-archived run can be compared byte for byte. The Content-Security-Policy admits only inline
-styles and scripts and data: URIs; a page that tried to load anything from the network would
-be refused by the browser, and the report's browser test checks that no request is made.
+Pages are rendered with Jinja2 and autoescape (templates.py, templates/page.html and
+templates/macros.html): a value is escaped unless it is Raw (or markupsafe.Markup). They are
+deterministic: the same inputs give the same bytes (PNG metadata without the matplotlib version or
+a date, WAV without timestamps, no clock in the text), so a report of an archived run can be
+compared byte for byte. The Content-Security-Policy admits only inline styles and scripts, data:
+URIs and, for audio, files beside the page ('self': a sample page's players link the store's WAVs
+by relative path, docs/reports.md); a page that tried to load anything from the network would be
+refused by the browser, and the report's browser test checks that no request leaves the machine.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 from typing import Iterable, Sequence
 
 import numpy as np
+from markupsafe import Markup, escape as _escape
 
-CSP = ("default-src 'none'; img-src data:; media-src data:; style-src 'unsafe-inline'; "
+from . import templates
+
+CSP = ("default-src 'none'; img-src data:; media-src 'self' data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
 
 STYLE = """
@@ -34,7 +39,8 @@ nav a{margin-right:1rem}code{font-size:.85rem}
 
 
 def escape(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
+    """x as HTML text ('' for None), a plain str (for f-strings; a template escapes by itself)."""
+    return str(_escape("" if x is None else str(x)))
 
 
 def fmt(x, nd: int = 4) -> str:
@@ -49,31 +55,31 @@ def fmt(x, nd: int = 4) -> str:
 
 
 def page(title: str, body: str, script: str = "") -> str:
-    """A whole document: title, inline style, body and an optional inline script."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            f"{body}\n" + (f"<script>\n{script}\n</script>\n" if script else "") + "</body>\n</html>\n")
+    """A whole document (templates/page.html): title, inline style, body (HTML the caller made of
+    escaped or rendered parts) and an optional inline script."""
+    return str(templates.render("page.html", csp=Markup(CSP), title=title, style=Markup(STYLE),
+                                body=Markup(body), script=Markup(script)))
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence], left: int = 1, cls: str = "") -> str:
-    """An HTML table; the first `left` columns are left-aligned. Cells are escaped unless they are
-    `Raw` (already HTML)."""
-    def cell(tag: str, i: int, v) -> str:
-        c = ' class="l"' if i < left else ""
-        return f"<{tag}{c}>{v if isinstance(v, Raw) else escape(v)}</{tag}>"
-    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
-    body = "\n".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
-    return f'<table{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>\n<tr>{head}</tr>\n{body}\n</table>'
+def table(headers: Sequence[str], rows: Iterable[Sequence], left: int = 1, cls: str = "") -> "Raw":
+    """An HTML table (the `table` macro of templates/macros.html); the first `left` columns are
+    left-aligned. Cells are escaped unless they are Raw (already HTML); None is an empty cell."""
+    return Raw(templates.macro("macros.html", "table")(list(headers), [list(r) for r in rows], left, cls))
 
 
 class Raw(str):
-    """A string that is already HTML (a link, an image): `table` does not escape it."""
+    """A string that is already HTML (a link, an image, a table): templates and `table` do not
+    escape it (it has __html__, as markupsafe.Markup has). Concatenated with a str it is a plain
+    str again, and escaped where a template shows it: wrap composed HTML in Raw (or Markup)."""
+    __slots__ = ()
+
+    def __html__(self) -> str:
+        return self
 
 
-def link(href: str, text: str) -> Raw:
-    return Raw(f'<a href="{escape(href)}">{escape(text)}</a>')
+def link(href: str, text: str, **attrs: str) -> Raw:
+    extra = Markup("").join(Markup(' {}="{}"').format(k, v) for k, v in sorted(attrs.items()))
+    return Raw(Markup('<a href="{}"{}>{}</a>').format(href, extra, "" if text is None else text))
 
 
 def data_uri(data: bytes, mime: str) -> str:
@@ -103,7 +109,7 @@ def figure_png(fig, alt: str, close: bool = True) -> Raw:
     if close:
         import matplotlib.pyplot as plt
         plt.close(fig)
-    return Raw(f'<img class="plot" alt="{escape(alt)}" src="{data_uri(buf.getvalue(), "image/png")}">')
+    return Raw(Markup('<img class="plot" alt="{}" src="{}">').format(alt, data_uri(buf.getvalue(), "image/png")))
 
 
 def wav_bytes(x: np.ndarray, sr: int) -> bytes:
@@ -115,6 +121,12 @@ def wav_bytes(x: np.ndarray, sr: int) -> bytes:
 
 
 def audio(x: np.ndarray, sr: int, element_id: str, label: str) -> Raw:
-    """An <audio controls> element with the signal inlined as WAV."""
-    return Raw(f'<figure><figcaption>{escape(label)}</figcaption><audio id="{escape(element_id)}" controls '
-               f'preload="auto" src="{data_uri(wav_bytes(x, sr), "audio/wav")}"></audio></figure>')
+    """An <audio controls> element with the signal inlined as WAV (run.player links a stage's
+    file instead, or inlines it in a self-contained bundle)."""
+    return player(element_id, label, data_uri(wav_bytes(x, sr), "audio/wav"), preload="auto")
+
+
+def player(element_id: str, label: str, src: str, preload: str = "none") -> Raw:
+    """An <audio controls> element (the `player` macro of templates/macros.html)."""
+    return Raw(templates.macro("macros.html", "player")(
+        {"element_id": element_id, "label": label, "src": src, "preload": preload}))

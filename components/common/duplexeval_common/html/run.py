@@ -3,20 +3,34 @@ stages' folders read once (RunData), the run and stage tables, the missing sampl
 audio, words, runner events and stage statuses. A benchmark's report module (its `report` hook:
 `build(store, record, out)`) composes its index and sample pages from these, page.py and
 timeline.py. A piece that is missing or unreadable is named on the page; it never stops the report.
+
+Audio (player): a sample page at samples/<subset>/<id>.html links its WAVs by relative path
+through samples/<subset>/<id>/<name>, a relative symbolic link to the stage's file in the store
+(a window of it, as MTR's round pages show, is written there as a file of its own). The page's URL
+is the same from the store and from the run folder's samples/ link, and the links are relative,
+so it opens from either and after the home folder is moved as a whole. Inside
+`self_contained(keys)` the report is built for a bundle instead (bundle(): one file to send): only
+those samples' pages (every sample's when keys is None), their audio inlined, and their links
+pointing into the bundle.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import quote
 
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.samples import Sample, id_sort_key
 from duplexeval_common.secrets import scrub
 
-from . import timeline
-from .page import Raw, escape, fmt, table
+from . import templates, timeline
+from .page import CSP, STYLE, Markup, Raw, data_uri, escape, fmt, link, player as _player, table, wav_bytes
 
 INDEX = "report.html"
 SAMPLES_DIR = "samples"
@@ -30,6 +44,39 @@ table.subset td:nth-child(3),table.subset th:nth-child(3){text-align:left}
 """ + timeline.TIMELINE_CSS + "</style>"
 
 
+@dataclass(frozen=True)
+class Media:
+    """How a report's sample pages get their audio: linked files (the default) or, for a
+    self-contained bundle, data: URIs; `only`: the samples whose pages are written (None: all)."""
+    bundle: bool = False
+    only: frozenset[str] | None = None
+
+
+_MEDIA: contextvars.ContextVar[Media] = contextvars.ContextVar("duplexeval_report_media", default=Media())
+
+
+@contextlib.contextmanager
+def _media(media: Media):
+    token = _MEDIA.set(media)
+    try:
+        yield
+    finally:
+        _MEDIA.reset(token)
+
+
+def self_contained(keys: Iterable[str] | None = None):
+    """A context: reports built inside are for a bundle of the samples `keys`, every sample's when
+    None (see the module docstring)."""
+    return _media(Media(bundle=True, only=None if keys is None else frozenset(keys)))
+
+
+def only_pages(keys: Iterable[str]):
+    """A context: reports built inside write the whole index but the sample pages of `keys` only,
+    their audio linked as usual (a preview of a large run; the scale test builds a 727-sample
+    index this way)."""
+    return _media(Media(bundle=False, only=frozenset(keys)))
+
+
 @dataclass
 class RunData:
     """A run's record and what its stages hold, read once for the index and every sample page
@@ -40,6 +87,8 @@ class RunData:
     metrics: dict | None = None                                   # the aggregate stage's metrics.json
     tasks: dict[str, str] = field(default_factory=dict)           # sample key -> task (the manifests')
     problems: list[str] = field(default_factory=list)             # files that could not be read
+    media: Media = field(default_factory=_MEDIA.get)              # linked or inlined audio
+    out: Path | None = None                                       # the report folder (write_pages)
 
     @property
     def order(self) -> list[str]:
@@ -108,7 +157,86 @@ def page_path(s: Sample) -> str:
     return f"{SAMPLES_DIR}/{s.subset}/{s.id}.html"
 
 
-def run_table(data: RunData) -> str:
+def anchor(key: str) -> str:
+    """The id of a sample's section in a bundle."""
+    return "sample-" + key.replace("/", "--")
+
+
+def written(data: RunData, s: Sample) -> bool:
+    """Whether the report writes a page for sample s (every one, or a bundle's chosen ones)."""
+    return data.media.only is None or s.key in data.media.only
+
+
+def sample_link(data: RunData, s: Sample, text: str | None = None) -> Raw | str:
+    """The index's link to a sample's page: its file, in a bundle its section (the samples
+    left out of a bundle are plain text)."""
+    text = s.id if text is None else text
+    if not data.media.bundle:
+        return link(page_path(s), text)
+    return link("#" + anchor(s.key), text, target="_top") if written(data, s) else text
+
+
+def back_link(data: RunData) -> Raw:
+    """A sample page's link back to the index."""
+    if data.media.bundle:
+        return link("#report", "back to the report", target="_top")
+    return link("../../" + INDEX, "back to the report")
+
+
+def write_pages(data: RunData, out: Path, samples: Iterable[Sample], render: Callable[[Sample], str]) -> int:
+    """Write render(s) to out/samples/<subset>/<id>.html for every sample the report writes (all,
+    or a bundle's chosen ones); the number written. Players rendered meanwhile place their audio
+    links under `out` (player)."""
+    data.out = out
+    n = 0
+    for s in samples:
+        if not written(data, s):
+            continue
+        p = out / page_path(s)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render(s), encoding="utf-8")
+        n += 1
+    return n
+
+
+def player(data: RunData, s: Sample, path: Path, signal: tuple, element_id: str, label: str,
+           start: float = 0.0) -> Raw:
+    """An audio player of a sample's file `path` (signal: audio_file(path)), from `start` seconds
+    on: a relative link to the file (start 0) or to a WAV of its window written beside the page,
+    loaded only when played; inlined in a bundle (or without a report folder)."""
+    _, raw, sr = signal
+    i = min(int(round(start * sr)), raw.shape[0]) if start > 0 else 0
+    if data.media.bundle or data.out is None:
+        return _player(element_id, label, data_uri(wav_bytes(raw[i:], sr), "audio/wav"), preload="auto")
+    folder = data.out / SAMPLES_DIR / s.subset / s.id
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    if i:
+        target.write_bytes(wav_bytes(raw[i:], sr))
+    else:
+        target.unlink(missing_ok=True)
+        os.symlink(os.path.relpath(os.path.abspath(path), os.path.abspath(folder)), target)
+    return _player(element_id, label, quote(f"{s.id}/{path.name}"))
+
+
+def sample_list(rows: list[dict], headers: list[str], left: int = 1, cls: str = "samples") -> Raw:
+    """The index's list of samples with outcome filters and a search box (templates/samples.html):
+    rows of {"outcome": str, "cells": [...]} (a cell is escaped unless it is Raw)."""
+    outcomes: dict[str, int] = {}
+    for r in rows:
+        outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
+    return Raw(templates.render("samples.html", rows=rows, headers=headers, left=left, cls=cls,
+                                outcomes=sorted(outcomes.items())))
+
+
+def bundle(title: str, index: str, pages: list[tuple[str, str]]) -> str:
+    """One self-contained file (templates/bundle.html): the index and each (key, page) in its own
+    frame; built from a report made inside self_contained()."""
+    return str(templates.render("bundle.html", csp=Markup(CSP), style=Markup(STYLE), title=title, index=index,
+                                pages=[{"key": k, "anchor": anchor(k), "html": h} for k, h in pages]))
+
+
+def run_table(data: RunData) -> Raw:
     r = data.record
     rows = [(k, r.get(k)) for k in ("model", "dataset", "asr", "judge", "limit", "runtime", "status")]
     if r.get("reason"):
@@ -117,16 +245,16 @@ def run_table(data: RunData) -> str:
         rows.append(("definitions", data.metrics.get("definitions")))
     stages = [(s.get("name"), s.get("component"), Raw(f"<code>{escape(str(s.get('key', ''))[:12])}</code>"),
                s.get("status"), s.get("failed_samples", 0)) for s in r.get("stages", [])]
-    return (table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
-            + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
+    return Raw(table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
+               + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
 
 
-def missing_section(data: RunData) -> str:
+def missing_section(data: RunData) -> Raw:
     missing = data.record.get("missing") or {}
     if not missing:
-        return "<p>Every sample is in the metrics.</p>"
-    return (f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
-            + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
+        return Raw("<p>Every sample is in the metrics.</p>")
+    return Raw(f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
+               + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
 
 
 def audio_file(path: Path | None):
@@ -170,14 +298,14 @@ def vad_segments(data: RunData, s: Sample) -> list[tuple[float, float]] | None:
     return None
 
 
-def events(data: RunData, path: Path | None) -> str:
+def events(data: RunData, path: Path | None) -> Raw:
     if path is None:
-        return '<p class="muted">No events.jsonl (the runner made none for this sample).</p>'
+        return Raw('<p class="muted">No events.jsonl (the runner made none for this sample).</p>')
     rows, bad = [], 0
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        return f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>'
+        return Raw(f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>')
     for line in lines:
         if not line.strip():
             continue
@@ -189,12 +317,12 @@ def events(data: RunData, path: Path | None) -> str:
                          scrub(json.dumps(ev, sort_keys=True, ensure_ascii=False))))
         except (ValueError, AttributeError):
             bad += 1
-    out = table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events")
+    out = str(table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events"))
     if len(rows) > MAX_EVENTS:
         out += f'<p class="muted">{len(rows) - MAX_EVENTS} more event(s) not listed.</p>'
     if bad:
         out += f'<p class="bad">{bad} line(s) of events.jsonl are not JSON objects.</p>'
-    return out
+    return Raw(out)
 
 
 def statuses(data: RunData, s: Sample) -> list[tuple]:
