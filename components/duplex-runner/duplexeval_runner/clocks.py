@@ -77,12 +77,15 @@ def _frame(x: np.ndarray, k: int, F: int) -> np.ndarray:
 # -- lockstep / simulated, in process -----------------------------------------------------
 
 def drive_step(runner: StepRunner, x: np.ndarray, info: SampleInfo, out_sr: int, log: EventLog,
-               forced: tuple[np.ndarray, int] | None = None) -> Session:
+               forced: tuple[np.ndarray, int] | None = None, feed=None) -> Session:
     """forced: (the GT model audio at info.sr, the round's first sample at info.sr) of a round whose
-    runner is teacher-forced: frames starting before that sample go to `force` instead of `step`."""
+    runner is teacher-forced: frames starting before that sample go to `force` instead of `step`.
+    feed: a live session's user side (live.py), `feed(session)` giving frame k as `f(k)`; `x` then
+    only gives the length."""
     F = frame_samples(runner, info.sr)
     clock = {"t": 0.0}
     session = Session(info, out_sr, log, now=lambda: clock["t"])
+    get = feed(session) if feed is not None else (lambda k: _frame(x, k, F))
     n_frames = -(-len(x) // F)
     runner.open(session)
     n_forced = 0
@@ -95,7 +98,7 @@ def drive_step(runner: StepRunner, x: np.ndarray, info: SampleInfo, out_sr: int,
             y = runner.force(_frame(x, k, F), _frame(gt, k, F), session)
             what = f"audio at forced step {k}"
         else:
-            y = runner.step(_frame(x, k, F), session)
+            y = runner.step(get(k), session)
             what = f"audio at step {k}"
         if y is not None:
             session.place(check_audio(runner, y, what), t=k * F / info.sr)
@@ -157,12 +160,13 @@ def run_on_loop(coro) -> Any:
 
 
 def drive_stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr: int,
-                 log: EventLog) -> Session:
-    return run_on_loop(_stream(runner, x, info, out_sr, log))
+                 log: EventLog, feed=None) -> Session:
+    """feed: a live session's user side, as for drive_step."""
+    return run_on_loop(_stream(runner, x, info, out_sr, log, feed))
 
 
 async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr: int,
-                  log: EventLog) -> Session:
+                  log: EventLog, feed=None) -> Session:
     loop = asyncio.get_running_loop()
     state: dict[str, Any] = {"t0": None}
 
@@ -171,6 +175,7 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
 
     session = Session(info, out_sr, log, now=now)
     F = frame_samples(runner, info.sr)
+    get = feed(session) if feed is not None else (lambda k: _frame(x, k, F))
     frame_s = F / info.sr
     n_speech = -(-len(x) // F)
     total = max(n_speech, -(-int(round((info.duration_s + runner.grace_s) * info.sr)) // F))
@@ -235,7 +240,7 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
                 raise SessionFailed(f"runner {name!r}: the sample's deadline passed at {now():.1f} s, "
                                     f"frame {k} of {total}")
             sent_at = loop.time()
-            await bounded(conn.send(_frame(x, k, F) if k < n_speech else np.zeros(F, np.float32), k),
+            await bounded(conn.send(get(k) if k < n_speech else np.zeros(F, np.float32), k),
                           f"sending frame {k}")
             sent += 1
             if realtime:

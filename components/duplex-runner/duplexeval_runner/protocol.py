@@ -105,6 +105,10 @@ class Session:
         n = int(round(info.duration_s * self.out_sr))
         self.buf = TimelineBuffer(self.out_sr, capacity=n, limit=n + self.out_sr)  # 1 s past the end kept
         self._now = now
+        # A live session (live.py): what the examiner has already heard ends here; audio placed
+        # before it starts there instead (counted), and no cut reaches back past it.
+        self.floor = 0.0
+        self.late_places = 0
 
     def now(self) -> float:
         return self._now()
@@ -112,12 +116,16 @@ class Session:
     def place(self, audio: np.ndarray, t: float | None = None) -> float:
         """Queue model audio (float32 mono at out_sr) to play from t (default: now), or right
         after what is queued; return the time it starts."""
-        return self.buf.write(self.now() if t is None else t, audio) / self.out_sr
+        t = self.now() if t is None else t
+        if t < self.floor:
+            self.late_places += 1
+            t = self.floor
+        return self.buf.write(t, audio) / self.out_sr
 
     def interrupt(self, t: float | None = None, reason: str = "interrupt", **fields: Any) -> float:
         """Drop what has not played by t (default: now); log it (with `fields` on the
         `interrupt` event); return the seconds dropped."""
-        t = self.now() if t is None else t
+        t = max(self.now() if t is None else t, self.floor)
         dropped = self.buf.interrupt(t) / self.out_sr
         self.log.emit("interrupt", t, reason=reason, discarded_s=dropped, **fields)
         if dropped:

@@ -24,23 +24,25 @@ from duplexeval_common.registry import Registry
 from . import deps
 
 GROUP = "duplexeval.runners"
+# Examiners (live.py): the automated user of a live session, registered the same way by the
+# packages that carry one (entries {"name", "target", "summary", "requires", "hints"}).
+EXAMINER_GROUP = "duplexeval.examiners"
 
 
-@functools.lru_cache(maxsize=1)
-def _loaded() -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
-    reg = Registry("runner")
+def _load_group(group: str, kind: str) -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
+    reg = Registry(kind)
     requires: dict[str, list[str]] = {}
     origin: dict[str, str] = {}
-    for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+    for ep in sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value)):
         try:
             entries = ep.load()
         except Exception as exc:  # a broken package must not hide the others
-            raise DuplexEvalError(f"runner package entry point {ep.name} = {ep.value} fails to load: "
+            raise DuplexEvalError(f"{kind} package entry point {ep.name} = {ep.value} fails to load: "
                                   f"{type(exc).__name__}: {exc}") from None
         for e in entries:
             name = e["name"]
             if name in origin:
-                raise DuplexEvalError(f"runner {name!r} is registered twice: by {origin[name]} and by "
+                raise DuplexEvalError(f"{kind} {name!r} is registered twice: by {origin[name]} and by "
                                       f"{ep.value}; uninstall one of the packages")
             origin[name] = ep.value
             deps.HINTS.update(e.get("hints", {}))
@@ -48,6 +50,16 @@ def _loaded() -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
             requires[name] = req
             reg.add(name, e["target"], e["summary"], _hint(req))
     return reg, requires, origin
+
+
+@functools.lru_cache(maxsize=1)
+def _loaded() -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
+    return _load_group(GROUP, "runner")
+
+
+@functools.lru_cache(maxsize=1)
+def _examiners() -> tuple[Registry, dict[str, list[str]], dict[str, str]]:
+    return _load_group(EXAMINER_GROUP, "examiner")
 
 
 def load_hints() -> None:
@@ -70,6 +82,18 @@ class _Runners:
 
 
 RUNNERS = _Runners()
+
+
+class _Examiners:
+    def __getattr__(self, attr):
+        return getattr(_examiners()[0], attr)
+
+
+EXAMINERS = _Examiners()
+
+
+def examiner_requires(name: str) -> list[str]:
+    return _examiners()[1].get(name, [])
 
 
 def requires(name: str) -> list[str]:

@@ -49,16 +49,17 @@ from duplexeval_common.progress import log as log_line
 from duplexeval_common.secrets import redact
 from duplexeval_common.stage import SampleContext, Stage
 
-from . import __version__, deps, rounds
+from . import __version__, deps, live, rounds
 from .events import EventLog
 from .clocks import frame_samples, prepare_for_realtime
 from .harness import render
 from .protocol import DRIFT_LIMIT_MS, DRIFT_RETRIES, history_mode, kind_of
-from .registry import RUNNERS, requires
+from .registry import EXAMINERS, RUNNERS, examiner_requires, requires
 from .settings import Setting, Spec
 
 COMPONENT = "duplex-runner"
-DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}, "sessions": None}
+DEFAULTS: dict[str, Any] = {"runner": "silence", "runner_args": {}, "seed": 0, "content": {}, "sessions": None,
+                            "examiner": None}
 # The runner_args the core takes for itself (never passed to the runner), declared like a runner's.
 CORE = Spec(
     Setting("concurrency", int, 1, "samples at once, one session each (network runners only)", ge=1, le=256,
@@ -86,6 +87,9 @@ def resolve_config(config: dict) -> dict:
     if cfg["seed"] is not None and (not isinstance(cfg["seed"], int) or isinstance(cfg["seed"], bool)):
         raise DuplexEvalError("config: seed must be an integer or null")
     cfg["sessions"] = check_sessions(cfg["sessions"])
+    cfg["examiner"] = check_examiner(cfg["examiner"])
+    if cfg["examiner"] is not None and cfg["sessions"] is not None:
+        raise DuplexEvalError("config: a live session (examiner) has no paired sessions")
     core = {**CORE.defaults(), **{k: v for k, v in cfg["runner_args"].items() if k in CORE}}
     CORE.check(f"runner {cfg['runner']!r}", core)
     cfg["core"] = core
@@ -118,6 +122,38 @@ def check_sessions(sessions: Any) -> list[dict] | None:
     return [dict(s) for s in sessions]
 
 
+def check_examiner(ex: Any) -> dict | None:
+    """The `examiner` setting: None (the user side is input.wav), or {"engine": name, "args": {...},
+    "duration_s": seconds or null} (live sessions, live.py: each sample's live.json is the examiner's
+    script; duration_s, when given, is every session's length instead of live.json's)."""
+    if ex is None:
+        return None
+    if not isinstance(ex, dict) or set(ex) - {"engine", "args", "duration_s"} or not isinstance(ex.get("engine"), str):
+        raise DuplexEvalError("config: examiner must be an object {engine, args, duration_s}")
+    if not isinstance(ex.get("args", {}), dict):
+        raise DuplexEvalError("config: examiner args must be an object")
+    d = ex.get("duration_s")
+    if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d <= live.MAX_DURATION_S):
+        raise DuplexEvalError(f"config: examiner duration_s must be a number in (0, {live.MAX_DURATION_S:g}], got {d!r}")
+    return {"engine": ex["engine"], "args": dict(ex.get("args", {})), "duration_s": d}
+
+
+def build_examiner(cfg: dict):
+    ex = cfg["examiner"]
+    if ex is None:
+        return None
+    if ex["engine"] not in EXAMINERS.names():
+        known = ", ".join(EXAMINERS.names()) or "none"
+        raise DuplexEvalError(f"examiner {ex['engine']!r} is not installed here (installed: {known}); the "
+                              "examiners come with their runner packages (cascade: components/runners/cascade)")
+    cls = EXAMINERS.load(ex["engine"])
+    deps.require(f"examiner {ex['engine']!r}", examiner_requires(ex["engine"]))
+    try:
+        return cls(seed=cfg["seed"], **ex["args"])
+    except TypeError as exc:
+        raise DuplexEvalError(f"examiner {ex['engine']!r}: bad args ({exc})") from None
+
+
 def build_runner(cfg: dict):
     cls = RUNNERS.load(cfg["runner"])
     deps.require(f"runner {cfg['runner']!r}", requires(cfg["runner"]))  # all missing, one line
@@ -145,8 +181,12 @@ def seed_everything(seed: int | None) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
-def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
-    """Every session of the sample (`sessions`; one on input.wav without it), one after the other."""
+def run_sample(ctx: SampleContext, runner, cfg: dict, examiner=None) -> None:
+    """Every session of the sample (`sessions`; one on input.wav without it), one after the other;
+    with an examiner, the one live session of its live.json."""
+    if examiner is not None:
+        run_live_session(ctx, runner, examiner, cfg)
+        return
     sessions = cfg["sessions"]
     if sessions is None:
         run_session(ctx, runner, cfg, "", None)
@@ -161,25 +201,30 @@ def run_sample(ctx: SampleContext, runner, cfg: dict) -> None:
             run_session(ctx, runner, cfg, s["prefix"], s["name"])
 
 
-def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | None) -> None:
-    source = f"{prefix}input.wav"
-    user, sr = ctx.read_wav(source, channels=None)  # any rate; several channels are mixed down
-    round_ = rounds.load(ctx, len(user), sr)  # None unless the sample has round.json (checked first)
+def prepare(runner, cfg: dict, examiner=None) -> bool:
+    """Models loaded (once), the seed set where sessions do not run side by side; whether the
+    runner is on the realtime clock."""
     realtime = kind_of(runner) == "stream" and runner.clock == "realtime"
     with _SETUP:
         runner.setup()
+        if examiner is not None:
+            examiner.setup()
         if realtime:
             prepare_for_realtime()
     if kind_of(runner) != "stream":  # sessions running side by side share no global seed
         seed_everything(cfg["seed"])
-    deterministic = bool(getattr(runner, "deterministic", False))
-    what = ctx.id if name is None else f"{ctx.id} (session {name!r})"
+    return realtime
+
+
+def with_retries(attempt, realtime: bool, deterministic: bool, cfg: dict, what: str):
+    """`attempt(log)` once, or (realtime) again while its pacing drifted, up to drift_retries more
+    times; (its result, the kept try's log), the log's stats carrying tries and drift_tries."""
     tries: list[dict] = []  # realtime: each try's drift (TRY_STATS), in order
     while True:
         log = EventLog(record_wall=not deterministic)
         for earlier in tries:  # the kept log says what the tries before it were
             log.emit("retry", 0.0, **earlier)
-        out, session = render(runner, user, sr, log, key=ctx.sample.key, round_=round_, task=ctx.sample.task)
+        result = attempt(log)
         if not realtime:
             break
         drifted = log.stats.get("ineligible")
@@ -193,7 +238,13 @@ def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | 
         log.stats.update(tries=len(tries), drift_tries=tries)
         if len(tries) > 1 and "ineligible" in log.stats:
             log.stats["ineligible"] += f" (each of its {len(tries)} tries drifted past the limit)"
-    duration = len(user) / sr
+    return result, log
+
+
+def session_record(ctx: SampleContext, runner, cfg: dict, log: EventLog, sr: int, duration: float,
+                   deterministic: bool, what: str) -> dict:
+    """runner.json of a finished session (the stats event logged); an ineligible session marks the
+    sample for the next run."""
     timing = {} if deterministic else {"wall_s": log.elapsed(), "rtf": log.elapsed() / duration}
     log.emit("stats", duration, **timing, **log.stats)
     in_sr = runner.in_sr or sr
@@ -213,21 +264,64 @@ def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | 
         "seed": cfg["seed"],
         "deterministic": deterministic,
     }
-    if name is not None:
-        record["session"] = {"name": name, "input": source, "input_sha256": sha256_file(ctx.input_path(source))}
     if ineligible:
         record["ineligible"] = {"code": "drift", "reason": ineligible}
         ctx.retry = f"ineligible: {ineligible}"  # kept and scored as ineligible; the next run tries again
         log_line(f"ineligible: {what}: {ineligible}")
     if getattr(runner, "profile", None):
         record["profile"] = runner.profile
-    if session.round_record is not None:
-        record["round"] = session.round_record
-    ctx.write_wav(f"{prefix}output.wav", out, sr)
+    return record
+
+
+def write_session(ctx: SampleContext, prefix: str, log: EventLog, record: dict) -> None:
     # Whatever a runner put in its settings or events, no credential is written: a URL's password or
     # secret query parameter, a secret-named setting, a key of the environment (secrets.redact).
     ctx.write_jsonl(f"{prefix}events.jsonl", redact(log.rows), "runner-event")
     ctx.write_json(f"{prefix}runner.json", redact(record), "runner-record")
+
+
+def run_session(ctx: SampleContext, runner, cfg: dict, prefix: str, name: str | None) -> None:
+    source = f"{prefix}input.wav"
+    user, sr = ctx.read_wav(source, channels=None)  # any rate; several channels are mixed down
+    round_ = rounds.load(ctx, len(user), sr)  # None unless the sample has round.json (checked first)
+    realtime = prepare(runner, cfg)
+    deterministic = bool(getattr(runner, "deterministic", False))
+    what = ctx.id if name is None else f"{ctx.id} (session {name!r})"
+    (out, session), log = with_retries(
+        lambda log: render(runner, user, sr, log, key=ctx.sample.key, round_=round_, task=ctx.sample.task),
+        realtime, deterministic, cfg, what)
+    record = session_record(ctx, runner, cfg, log, sr, len(user) / sr, deterministic, what)
+    if name is not None:
+        record["session"] = {"name": name, "input": source, "input_sha256": sha256_file(ctx.input_path(source))}
+    if session.round_record is not None:
+        record["round"] = session.round_record
+    ctx.write_wav(f"{prefix}output.wav", out, sr)
+    write_session(ctx, prefix, log, record)
+
+
+def run_live_session(ctx: SampleContext, runner, examiner, cfg: dict) -> None:
+    """A live sample (live.py): the examiner talks with the model for live.json's duration; writes
+    input.wav (the examiner's side as the model heard it), output.wav, mix.wav (stereo: examiner
+    left, model right), examiner.json, events.jsonl and runner.json (with `live`)."""
+    script = live.check_script(ctx.read_json("live.json"), ctx.id)
+    if cfg["examiner"]["duration_s"] is not None:  # the harness's session length replaces the task's
+        script = {**script, "duration_s": float(cfg["examiner"]["duration_s"])}
+    realtime = prepare(runner, cfg, examiner)
+    deterministic = bool(getattr(runner, "deterministic", False)) and bool(getattr(examiner, "deterministic", False))
+    (user, out, _session, exam), log = with_retries(
+        lambda log: live.render_live(runner, examiner, script, log, key=ctx.sample.key, seed=cfg["seed"],
+                                     task=ctx.sample.task),
+        realtime, deterministic, cfg, ctx.id)
+    sr = int(script["sample_rate"])
+    record = session_record(ctx, runner, cfg, log, sr, len(user) / sr, deterministic, ctx.id)
+    record["live"] = {"examiner": examiner.name, "settings": examiner.settings(),
+                      "models": {k: v for k, v in examiner.models().items() if v is not None},
+                      "script_sha256": sha256_file(ctx.input_path("live.json"))}
+    ctx.write_wav("input.wav", user, sr)
+    ctx.write_wav("output.wav", out, sr)
+    ctx.write_wav("mix.wav", live.stereo(user, out), sr)
+    ctx.write_json("examiner.json", redact(exam), "examiner")
+    write_session(ctx, "", log, record)
 
 
 def make_stage(config: dict) -> Stage:
@@ -236,9 +330,14 @@ def make_stage(config: dict) -> Stage:
 
     def setup(_config: dict) -> None:
         state["runner"] = build_runner(cfg)
+        state["examiner"] = build_examiner(cfg)
 
     def process(ctx: SampleContext) -> None:
-        run_sample(ctx, state["runner"], cfg)
+        run_sample(ctx, state["runner"], cfg, state.get("examiner"))
 
-    return Stage(COMPONENT, __version__, process, setup=setup, check=lambda _config: build_runner(cfg),
+    def check(_config: dict) -> None:
+        build_runner(cfg)
+        build_examiner(cfg)
+
+    return Stage(COMPONENT, __version__, process, setup=setup, check=check,
                  workers=cfg["core"]["concurrency"])

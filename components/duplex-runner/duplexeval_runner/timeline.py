@@ -73,6 +73,15 @@ class TimelineBuffer:
         self.write_pos = cut
         return discarded
 
+    def slice(self, a: int, b: int) -> np.ndarray:
+        """Samples [a, b) as they stand now (a copy; silence where nothing is stored)."""
+        a, b = max(int(a), 0), max(int(b), 0)
+        out = np.zeros(max(b - a, 0), dtype=np.float32)
+        m = min(b, len(self._buf))
+        if m > a:
+            out[:m - a] = self._buf[a:m]
+        return out
+
     def audio(self, n: int) -> np.ndarray:
         """Exactly n samples from time 0: trimmed, or padded with silence."""
         out = np.zeros(int(n), dtype=np.float32)

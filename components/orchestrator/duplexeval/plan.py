@@ -96,17 +96,24 @@ def dataset_stage(dataset: str, limit: int | None, subsets: list[str] | None) ->
 
 
 def runner_stage(model: str, runner_args: dict | None, inputs: list, environ: dict,
-                 sessions: list[dict] | None = None) -> StageSpec:
+                 sessions: list[dict] | None = None, examiner: dict | None = None) -> StageSpec:
     """The model's runner stage: its catalog settings, the endpoint from the environment, the
     content digest of the folders its settings name; `sessions` when the benchmark runs each
-    sample on several inputs (the runner core's paired runs)."""
+    sample on several inputs (the runner core's paired runs); `examiner` ({"engine", "args"}) when
+    each sample is a live session (the runner core's live.py). An examiner whose LLM is an endpoint
+    (args llm "openai") makes the stage networked and passes its key's variable by name."""
     m = catalog.model(model)
     r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
     content = content_digests(r_args)
+    network, keys = m.network, tuple(m.keys)
+    if examiner is not None and (examiner.get("args") or {}).get("llm") == "openai":
+        network = True
+        keys += (str(examiner["args"].get("api_key_env", "OPENAI_API_KEY")),)
     return StageSpec("runner", m.component, {"runner": m.runner, "runner_args": r_args, "seed": 0,
                                               **({"content": content} if content else {}),
-                                              **({"sessions": sessions} if sessions else {})},
-                     inputs, network=m.network, keys=m.keys)
+                                              **({"sessions": sessions} if sessions else {}),
+                                              **({"examiner": examiner} if examiner else {})},
+                     inputs, network=network, keys=keys)
 
 
 def judge_stage(judge: str, judge_args: dict | None, inputs: list, environ: dict, extra: dict | None = None) -> StageSpec:
@@ -163,11 +170,14 @@ class Planner:
         spec.config = {"benchmark": self.benchmark, **spec.config, **({"options": options} if options else {})}
         return spec
 
-    def runner_stage(self, inputs: list, sessions: list[dict] | None = None) -> StageSpec:
+    def runner_stage(self, inputs: list, sessions: list[dict] | None = None,
+                     examiner: dict | None = None) -> StageSpec:
         """The model's runner (the runner core runs no benchmark hook: its settings name none).
         `sessions`: run each sample once per input, `[{"name", "prefix", "optional"?}]` (stage.py
-        of the runner core)."""
-        return runner_stage(self.model, self.runner_args, inputs, self.environ, sessions)
+        of the runner core). `examiner`: each sample is a live session with this examiner,
+        `{"engine": name, "args": {...}}` (live.py of the runner core; the sample's live.json is its
+        script)."""
+        return runner_stage(self.model, self.runner_args, inputs, self.environ, sessions, examiner)
 
     def asr_stage(self, name: str, inputs: list, **config) -> StageSpec:
         return self.stage(name, "asr-aligner", {"backend": self.asr, "backend_args": dict(self.asr_args or {}),

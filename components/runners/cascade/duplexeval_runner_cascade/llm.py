@@ -56,10 +56,13 @@ class SmolLM:
 
     def reply(self, history: list[dict]) -> tuple[str, int]:
         """The assistant's next line for a chat history; (text, new tokens)."""
+        return self.chat([{"role": "system", "content": self.system_prompt}, *history])
+
+    def chat(self, messages: list[dict]) -> tuple[str, int]:
+        """The next line for whole chat messages, the system message included; (text, new tokens)."""
         self.load()
         torch = deps.import_module("SmolLM2", "torch")
         torch.set_num_threads(self.threads)
-        messages = [{"role": "system", "content": self.system_prompt}, *history]
         enc = self._tok.apply_chat_template(messages, add_generation_prompt=True,
                                             return_tensors="pt", return_dict=True)
         n_in = enc["input_ids"].shape[1]

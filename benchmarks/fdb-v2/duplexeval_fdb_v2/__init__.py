@@ -1,0 +1,56 @@
+"""Full-Duplex-Bench v2-style live sessions as a duplexeval benchmark package: an automated
+examiner converses with the model for a fixed session length, stage by stage through a task's
+goals (daily requests, corrections, entity tracking, safety), and the recording is scored for
+turn-taking: how often and how fast the model answers the examiner, and how much the two talk
+over each other (arXiv 2510.07838; DanielLin94144/Full-Duplex-Bench `v2/`).
+
+Ours is not upstream's protocol: the examiner is an offline engine run by the runner core, in
+lockstep with the model, so a session is deterministic; its numbers are not official
+(README.md beside this package). This module is the declaration the `duplexeval.benchmarks`
+entry point names; it imports nothing heavy.
+"""
+
+from duplexeval_common.benchmarks import Benchmark, Headline, Option, datasets_beside, tasks_of
+
+from .tasks import SUMMARIES, TASKS
+
+NAME = "fdb-v2"
+
+BENCHMARK = Benchmark(
+    name=NAME,
+    title="Full-Duplex-Bench v2 (live sessions, not official)",
+    summary="live sessions with an automated examiner (daily, correction, entity tracking, safety): "
+            "response rate and latency, overlap, talk-over, goals reached",
+    package=__name__,
+    datasets=datasets_beside(
+        __file__,
+        ("fdb-v2-mini", "4 tasks written for duplexeval, one per kind"),
+        ("fdb-v2-builtin", "24 tasks written for duplexeval, 6 per kind"),
+    ),
+    default_dataset="fdb-v2-mini",
+    tasks=tasks_of(TASKS, SUMMARIES),
+    subset_tasks=tuple((t, t) for t in TASKS),
+    default_judge="none",
+    judges=("none",),
+    options=(
+        Option("response_window_s", float, 5.0, "an examiner turn counts as answered when the model starts "
+               "speaking within this many seconds after it ends", low=0.1, high=60.0),
+        Option("preset", str, "slow", "the examiner's preset: slow (waits for the model and yields when it "
+               "talks) or fast (keeps its own pace)", choices=("slow", "fast")),
+        Option("duration_s", float, 45.0, "the session length in seconds (both channels)", low=5.0, high=600.0),
+    ),
+    headline=tuple(h for t in TASKS for h in (
+        Headline(t, "unified", "response_rate", True),
+        Headline(t, "unified", "response_latency_s", False),
+        Headline(t, "unified", "overlap_rate", False),
+    )),
+    components=("tts-synth", "aggregator"),
+    hooks={
+        "plan": ".plan:plan",
+        "summary": ".plan:summary",
+        "missing": ".plan:missing",
+        "dataset": ".dataset:make_stage",
+        "score": ".score.stage",
+        "report": ".report",
+    },
+)

@@ -1,0 +1,96 @@
+"""The dataset stage of fdb-v2 (the `dataset` hook, run by tts-synth): one sample per task of the
+dataset folder's tasks.json, subset and task = the task's kind, id = the task's id. Nothing is
+synthesized: the examiner speaks during the live session (the runner core), so a sample is
+
+    samples/<kind>/<task id>/live.json     the session (live.py)
+    samples/<kind>/<task id>/sample.json   schema "sample": no segments (nothing is spoken yet)
+
+and finalize writes manifest.json. `limit` keeps the first N tasks of each kind (in the file's
+order), `subsets` only those kinds, `samples` only those keys, as every builder does
+(duplexeval_common.script_stage).
+
+The session length written here is live.DEFAULT_DURATION_S: the benchmark's `duration_s` option
+reaches the runner core through the examiner's args instead (plan.py says why), and the runner
+core's session length overrides this one.
+"""
+
+from __future__ import annotations
+
+from duplexeval_common import script_stage
+from duplexeval_common.errors import DuplexEvalError, SampleError
+from duplexeval_common.hashing import sha256_json
+from duplexeval_common.jsonio import read_json
+from duplexeval_common.samples import SAMPLES, Inputs, Sample
+from duplexeval_common.stage import SampleContext, StageContext
+
+from .live import DEFAULT_DURATION_S, check_live, live_json
+from .tasks import TASK_FILE, TASKS, LiveTask, load_tasks
+
+
+class _Kind:
+    """The tasks of one kind, as script_stage sees a script (subset, task, entries, sha256)."""
+
+    def __init__(self, kind: str, tasks: list[LiveTask], sha256: str):
+        self.subset, self.task, self.entries, self.sha256 = kind, kind, tasks, sha256
+
+
+class LiveDataset:
+    def __init__(self, config: dict, synth):
+        self.synth = synth
+        self.cfg = synth.check_config(config)
+        if self.cfg["options"]:
+            raise DuplexEvalError(f"fdb-v2 dataset: takes no dataset options, got {', '.join(self.cfg['options'])}")
+        self.kinds: dict[str, _Kind] = {}
+        self.samples: list[Sample] = []
+        self.duration_s = DEFAULT_DURATION_S
+
+    def select(self, inputs: Inputs, _config: dict) -> list[Sample]:
+        folder = script_stage.script_folder(inputs, "benchmarks/fdb-v2/datasets/fdb-v2-mini")
+        tasks = load_tasks(folder)
+        self.cfg["dataset"] = self.cfg["dataset"] or folder.name
+        self.sha256 = sha256_json(read_json(folder / TASK_FILE))
+        by_kind = {k: [t for t in tasks.values() if t.kind == k] for k in TASKS}
+        self.kinds = {k: _Kind(k, ts, sha256_json([t.id for t in ts])) for k, ts in by_kind.items() if ts}
+        self.kinds = script_stage.keep_subsets(self.kinds, self.cfg["subsets"])
+        # script_stage names samples by index; ours are named by task id
+        ordinal = script_stage.script_samples(self.kinds, self.cfg["limit"], None)
+        self.samples = [Sample(s.subset, self.kinds[s.subset].entries[int(s.id)].id, s.task) for s in ordinal]
+        if self.cfg["samples"] is not None:
+            keys = set(self.cfg["samples"])
+            script_stage.check_known(keys, {s.key for s in self.samples})
+            self.samples = [s for s in self.samples if s.key in keys]
+        return self.samples
+
+    def task(self, sample: Sample) -> LiveTask:
+        return next(t for t in self.kinds[sample.subset].entries if t.id == sample.id)
+
+    def process(self, ctx: SampleContext) -> None:
+        task, rate = self.task(ctx.sample), self.cfg["sample_rate"]
+        live = live_json(task, self.duration_s, rate)
+        problems = check_live(live, "live.json")
+        if problems:
+            raise SampleError(ctx.id, problems[0])
+        ctx.write_json("live.json", live)
+        ctx.write_json("sample.json", {
+            "dataset": self.cfg["dataset"], "subset": ctx.sample.subset, "id": ctx.sample.id,
+            "task": task.kind, "duration_s": live["duration_s"], "sample_rate": rate, "segments": []}, "sample")
+
+    def finalize(self, sctx: StageContext) -> None:
+        rows = []
+        for s in self.samples:
+            status = sctx.statuses.get(s.key, {})
+            if status.get("status") != "ok":
+                rows.append(script_stage.failed_row(s, s.task, status, "not built"))
+                continue
+            folder = sctx.output / SAMPLES / s.subset / s.id
+            rows.append({"subset": s.subset, "id": s.id, "task": s.task,
+                         "duration_s": float(read_json(folder / "sample.json")["duration_s"]),
+                         "files": self.synth.sample_files(folder)})
+        sctx.write_json("manifest.json", {"dataset": self.cfg["dataset"], "version": self.sha256[:16],
+                                          "samples": rows}, "manifest")
+
+
+def make_stage(config: dict, synth) -> LiveDataset:
+    """The dataset stage's hooks for a folder holding a fdb-v2 tasks.json (synth: tts-synth's
+    Synth service; only its settings check and manifest file hashes are used)."""
+    return LiveDataset(config, synth)
