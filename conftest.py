@@ -49,6 +49,8 @@ SLOW_FILES = frozenset(LONGEST_FIRST) | {
     "tests/e2e/test_runner_moshi.py",
     "tests/e2e/test_runner_moshi_ws.py",
     "tests/e2e/test_runner_openai_realtime.py",
+    "tests/duplex_runner/test_live_models.py",
+    "tests/duplex_runner/test_live_network.py",
     "tests/orchestrator/test_hostile_slurm.py",
     "tests/orchestrator/test_archive.py",
     "tests/orchestrator/test_hostile_archives.py",
@@ -69,6 +71,9 @@ SLOW_FILES = frozenset(LONGEST_FIRST) | {
     "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_score_tree.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_scripts.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_asr.py",
+    # fdb-v2 through `duplexeval eval` (the controls' live sessions): about 35 s and 15 s
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_eval_controls.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_report.py",
 }
 
 

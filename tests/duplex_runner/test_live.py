@@ -67,6 +67,11 @@ def files(out, sid="0"):
     return d, user, model, mix, read_json(d / "examiner.json"), read_json(d / "runner.json")
 
 
+def usage(out) -> dict:
+    """The examiner's LLM requests of a stage run (stage.json's invocation notes)."""
+    return read_json(out / "stage.json")["invocation_notes"]["examiner_llm"]
+
+
 def audible(x: np.ndarray, level: float = 1e-3) -> np.ndarray:
     return np.abs(x) > level
 
@@ -91,7 +96,8 @@ def test_silence_leaves_every_turn_unanswered_and_the_recording_is_what_was_play
     assert [t["goal"] for t in turns] == ["T1", "T2", "T3", None]
     assert [t["text"] for t in turns[1:3]] == [g["say"] for g in GOALS[1:]]
     assert not any(t["answered"] for t in turns) and exam["goals_reached"] == [] and exam["model_turns"] == []
-    assert exam["llm"] == {"calls": 0, "cached": 0} and exam["ended"]["reason"] == "end_phrase"
+    assert exam["ended"]["reason"] == "end_phrase"
+    assert read_json(out / "stage.json")["invocation_notes"]["examiner_llm"] == {"requests": 0, "cached": 0}
     assert turns[0]["start_s"] == 0.5
     for a, b in zip(turns, turns[1:]):  # unanswered: the next line response_timeout_s after the last
         assert b["start_s"] - a["end_s"] == pytest.approx(6.0, abs=0.021)
@@ -132,7 +138,7 @@ def test_the_examiner_waits_for_the_reply_asks_its_llm_and_a_rerun_replays_it_fr
         assert samples[f"{SUBSET}/0"]["status"] == "ok"
         _d, user, model, _mix, exam, _rec = files(out)
         asked = len(srv.requests)
-        assert asked == 2 and exam["llm"] == {"calls": 2, "cached": 0}
+        assert asked == 2 and usage(out) == {"requests": 2, "cached": 0}
         for r in srv.requests:
             system = r["body"]["messages"][0]
             assert system["role"] == "system" and NO_TALK_OVER in system["content"]
@@ -153,9 +159,8 @@ def test_the_examiner_waits_for_the_reply_asks_its_llm_and_a_rerun_replays_it_fr
         # a rerun: no request reaches the server, the examiner's lines and both channels are the same
         out2, _ = run_stage(tmp_path, "b", data, "fixed-latency", {"delay_s": 0.5}, ex)
         _d2, user2, model2, _m2, exam2, _r2 = files(out2)
-        assert len(srv.requests) == asked and exam2["llm"] == {"calls": 0, "cached": 2}
-        assert np.array_equal(user, user2) and np.array_equal(model, model2)
-        assert {k: v for k, v in exam.items() if k != "llm"} == {k: v for k, v in exam2.items() if k != "llm"}
+        assert len(srv.requests) == asked and usage(out2) == {"requests": 0, "cached": 2}
+        assert np.array_equal(user, user2) and np.array_equal(model, model2) and exam == exam2
     finally:
         srv.shutdown()
 
@@ -177,3 +182,69 @@ def test_a_bad_script_fails_its_sample_with_one_line_and_the_others_complete(tmp
         assert not (out / "samples" / SUBSET / sid / "output.wav").exists()
     events = read_jsonl(out / "samples" / SUBSET / "0" / "events.jsonl")
     assert events[0]["type"] == "session_start" and events[0]["live"] is True
+
+
+def test_an_examiner_endpoint_that_fails_fails_that_session_only_and_a_rerun_resumes_it(tmp_path):
+    broken = {"on": True}
+
+    def answer(body, n):
+        if broken["on"] and "FAIL-ME" in body["messages"][0]["content"]:
+            return chat_server.error(500)
+        return chat_server.ok("***")  # nonsense: nothing speakable
+
+    srv = chat_server.start(answer)
+    try:
+        other = script(20.0)
+        other["examiner"]["system_prompt"] += " FAIL-ME"
+        data = dataset(tmp_path / "in", {"0": script(20.0), "1": other})
+        ex = {"llm": "openai", "llm_url": srv.base_url, "llm_max_retries": 1}
+        out, samples = run_stage(tmp_path, "a", data, "fixed-latency", {"delay_s": 0.5}, ex)
+        assert samples[f"{SUBSET}/0"]["status"] == "ok"
+        failed = samples[f"{SUBSET}/1"]
+        assert failed["status"] == "failed" and "\n" not in failed["reason"]
+        assert "failed after 2 attempts (last: HTTP 500)" in failed["reason"], failed["reason"]
+        assert not (out / "samples" / SUBSET / "1" / "examiner.json").exists()
+        # the nonsense answer: the examiner says the goal's scripted line instead
+        exam = read_json(out / "samples" / SUBSET / "0" / "examiner.json")
+        assert exam["turns"][1]["kind"] == "follow_up" and exam["turns"][1]["text"] == GOALS[1]["say"]
+        done = (out / "samples" / SUBSET / "0" / "examiner.json").stat().st_mtime_ns
+        broken["on"] = False
+        out, samples = run_stage(tmp_path, "a", data, "fixed-latency", {"delay_s": 0.5}, ex)
+        assert samples[f"{SUBSET}/1"]["status"] == "ok" and samples[f"{SUBSET}/0"]["status"] == "ok"
+        assert (out / "samples" / SUBSET / "0" / "examiner.json").stat().st_mtime_ns == done  # not run again
+    finally:
+        srv.shutdown()
+
+
+def test_the_same_lockstep_session_twice_is_the_same_bytes(tmp_path):
+    data = dataset(tmp_path / "in", {"0": script(20.0)})
+    outs = [run_stage(tmp_path, name, data, "silence")[0] for name in ("a", "b")]
+    names = ["events.jsonl", "examiner.json", "input.wav", "mix.wav", "output.wav", "runner.json"]
+    for name in names:
+        a, b = (o / "samples" / SUBSET / "0" / name for o in outs)
+        assert a.read_bytes() == b.read_bytes(), name
+    assert sorted(p.name for p in (outs[0] / "samples" / SUBSET / "0").iterdir()) == ["_done.json", *names]
+
+
+def test_without_scripted_lines_the_examiners_llm_opens_and_moves_on(tmp_path):
+    """Upstream's task file has no spoken lines, only goals: the LLM writes the opening (asked before
+    the clock starts) and, when a turn goes unanswered, the next line, told there was no answer."""
+    srv = chat_server.start(lambda body, n: chat_server.ok(f"Generated line {n + 1}."))
+    try:
+        doc = script(25.0)
+        del doc["examiner"]["opening"]
+        for g in doc["examiner"]["goals"]:
+            del g["say"]
+        out, samples = run_stage(tmp_path, "s", dataset(tmp_path / "in", {"0": doc}), "silence",
+                                 examiner_args={"llm": "openai", "llm_url": srv.base_url})
+        assert samples[f"{SUBSET}/0"]["status"] == "ok", samples
+        exam = read_json(out / "samples" / SUBSET / "0" / "examiner.json")
+        turns = exam["turns"]
+        assert [(t["kind"], t["text"]) for t in turns[:3]] == [
+            ("opening", "Generated line 1."), ("follow_up", "Generated line 2."), ("follow_up", "Generated line 3.")]
+        first, second = (r["body"]["messages"] for r in srv.requests[:2])
+        assert len(first) == 1 and "start the conversation" in first[0]["content"]
+        assert GOALS[0]["goal"] in first[0]["content"] and GOALS[1]["goal"] in second[0]["content"]
+        assert [m["role"] for m in second[1:]] == ["assistant", "user"] and second[2]["content"] == "(no answer)"
+    finally:
+        srv.shutdown()

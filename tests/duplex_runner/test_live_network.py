@@ -55,9 +55,10 @@ def llm():
     srv.shutdown()
 
 
-def check_waits_for_the_reply(out, delay: float = DELAY) -> dict:
+def check_waits_for_the_reply(out, delay: float = DELAY, realtime: bool = True) -> dict:
     _d, user, model, _mix, exam, rec = files(out)
-    assert rec["status"] == "ok" and rec["clock"] == "realtime" and rec["stats"]["placed_before_horizon"] == 0
+    assert rec["status"] == "ok" and rec["stats"]["placed_before_horizon"] == 0
+    assert rec["clock"] == ("realtime" if realtime else "lockstep")
     turns = exam["turns"]
     assert turns[0]["answered"] and exam["goals_reached"][:1] == ["T1"]
     assert turns[1]["kind"] == "follow_up" and turns[1]["text"] == "Line 1, please go on."
@@ -110,3 +111,52 @@ def test_openai_realtime_live_session_and_the_slow_examiner_yields_to_a_model_th
                 assert opening["yielded"] and opening["end_s"] < opening["planned_end_s"] - 0.3
             else:
                 assert not opening["yielded"] and opening["end_s"] == opening["planned_end_s"]
+
+
+def test_a_model_server_that_dies_mid_session_fails_that_session_and_a_rerun_completes_it(
+        tmp_path, cert, reply_wav, llm):  # noqa: F811
+    with Doubles(tmp_path) as doubles:
+        srv = doubles.start(FREEZE, "--cert", cert[0], "--key", cert[1], "--script",
+                            json.dumps({"reply_delay_s": DELAY, "reply_wav": reply_wav, "die_after": 100,
+                                        "die_how": "disconnect", "die_in_session": 1, "die_times": 1}),
+                            url="https://127.0.0.1:{port}")
+        data = dataset(tmp_path / "in", {"0": script(6.0), "1": script(6.0)})
+        args = ({"url": srv.url, "ca_file": str(cert[0])}, {"llm": "openai", "llm_url": llm.base_url})
+        out, samples = run_stage(tmp_path, "fo", data, "freeze-omni", *args)
+        first, second = samples[f"{SUBSET}/0"], samples[f"{SUBSET}/1"]
+        assert first["status"] == "failed" and "before the input ended" in first["reason"], first
+        assert "\n" not in first["reason"] and second["status"] == "ok"
+        assert not (out / "samples" / SUBSET / "0" / "examiner.json").exists()  # nothing of it scored
+        out, samples = run_stage(tmp_path, "fo", data, "freeze-omni", *args)
+        assert samples[f"{SUBSET}/0"]["status"] == "ok"
+        assert read_json(out / "samples" / SUBSET / "0" / "examiner.json")["turns"][0]["kind"] == "opening"
+
+
+def test_moshi_ws_live_session_in_lockstep(tmp_path, llm):
+    """The moshi-ws runner (lockstep: frames as fast as the frame-locked server takes them) against
+    its protocol double (moshi_server.py: the real moshi code on a tiny random-weight model, in the
+    moshi environment), gated to answer with speech 0.5 s after the user's last loud sample."""
+    import subprocess
+    moshi_py = FREEZE.parents[2] / ".venvs" / "runner-moshi" / "bin" / "python"
+    if not moshi_py.exists():
+        pytest.skip("the Moshi protocol double runs in the moshi environment (scripts/setup-runner-venv.sh moshi)")
+    reply = tmp_path / "reply24.wav"
+    write_wav(reply, exact_speech("Sure, I can help you with that dinner.", 24000), 24000)
+    err = open(tmp_path / "moshi.err", "w")
+    proc = subprocess.Popen([str(moshi_py), str(FREEZE.with_name("moshi_server.py")), "--print-port",
+                             "--reply-after-silence", str(DELAY), "--reply-wav", str(reply)],
+                            stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), (tmp_path / "moshi.err").read_text()[-2000:]
+        data = dataset(tmp_path / "in", {"0": script(14.0)})
+        out, samples = run_stage(tmp_path, "mw", data, "moshi-ws", {"url": f"http://127.0.0.1:{int(line)}"},
+                                 {"llm": "openai", "llm_url": llm.base_url})
+        assert samples[f"{SUBSET}/0"]["status"] == "ok", samples
+        _d, _user, _model, _mix, _exam, rec = files(out)
+        assert rec["clock"] == "lockstep"
+        check_waits_for_the_reply(out, delay=DELAY + 0.08, realtime=False)  # + the server's first, empty frame
+    finally:
+        proc.kill()
+        proc.wait(5)
+        err.close()

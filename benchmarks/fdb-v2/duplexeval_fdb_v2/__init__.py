@@ -4,9 +4,9 @@ goals (daily requests, corrections, entity tracking, safety), and the recording 
 turn-taking: how often and how fast the model answers the examiner, and how much the two talk
 over each other (arXiv 2510.07838; DanielLin94144/Full-Duplex-Bench `v2/`).
 
-Ours is not upstream's protocol: the examiner is an offline engine run by the runner core, in
-lockstep with the model, so a session is deterministic; its numbers are not official
-(README.md beside this package). This module is the declaration the `duplexeval.benchmarks`
+Ours is not upstream's protocol: the examiner is an engine the runner core drives on the model's
+own clock (in lockstep with an in-process model, so such a session is deterministic; in real time
+with a server), and its numbers are not official (README.md beside this package). This module is the declaration the `duplexeval.benchmarks`
 entry point names; it imports nothing heavy.
 """
 

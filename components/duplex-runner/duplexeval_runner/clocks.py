@@ -239,6 +239,8 @@ async def _stream(runner: StreamRunner, x: np.ndarray, info: SampleInfo, out_sr:
             if left() <= 0:
                 raise SessionFailed(f"runner {name!r}: the sample's deadline passed at {now():.1f} s, "
                                     f"frame {k} of {total}")
+            if feed is not None and not realtime and k < n_speech:  # a live session, frame-locked (live.py)
+                await get.wait(k)
             sent_at = loop.time()
             await bounded(conn.send(get(k) if k < n_speech else np.zeros(F, np.float32), k),
                           f"sending frame {k}")

@@ -24,7 +24,8 @@ makes it. Both are exactly `duration_s` long.
 An examiner (registered under the `duplexeval.examiners` entry points, registry.py) implements:
 
 - `setup()` (load its models once), `name`, `deterministic`, `settings()`, `models()`, like a
-  runner; built once per stage as `cls(seed=seed, **examiner_args)`;
+  runner; built once per stage as `cls(seed=seed, **examiner_args)`; optionally `usage()`, numbers
+  about the stage's work (LLM requests, cache hits) for stage.json's invocation notes;
 - `open(script, info, log)`: a session starts (`info`: LiveInfo); returns the session's examiner,
   with
   - `frame(heard, t, n)`: `heard` the model audio (float32 at info.hear_sr) played over
@@ -55,6 +56,11 @@ from .protocol import SampleInfo, Session, kind_of
 FORMAT = "duplexeval-live/1"
 MAX_DURATION_S = 3600.0
 TICK_S = 0.02  # the longest stretch of the user side the examiner is asked for at once
+# A frame-locked server (a StreamRunner on the lockstep clock, e.g. moshi-ws) answers each frame after
+# it has it: frame k is made once its output up to this many frames before k has arrived, or after
+# FRAME_LOCK_WAIT_S (then made anyway, and counted).
+FRAME_LOCK_LAG = 2
+FRAME_LOCK_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -87,16 +93,39 @@ def check_script(doc: Any, what: str) -> dict:
 class LiveFeed:
     """Frame k of the user side, made by the examiner from what it has heard (see the module)."""
 
-    def __init__(self, examiner: Any, session: Session, F: int, n_in: int, hear_sr: int):
+    def __init__(self, examiner: Any, session: Session, F: int, n_in: int, hear_sr: int,
+                 frame_locked: bool = False):
         self.examiner, self.session, self.F = examiner, session, F
         self.in_sr, self.hear_sr = session.info.sr, int(hear_sr)
         self.sent = np.zeros(n_in, dtype=np.float32)  # the user side as played, at in_sr
         self.heard_to = 0  # model samples (hear_sr) handed over so far
+        self.frame_locked = frame_locked
+        self.waits_timed_out = 0
+
+    def _have(self, k: int) -> bool:
+        """A frame-locked server's output has come up to FRAME_LOCK_LAG frames before frame k."""
+        return self.session.buf.write_pos * self.in_sr >= (k - FRAME_LOCK_LAG) * self.F * self.hear_sr
+
+    async def wait(self, k: int) -> None:
+        """Frame-locked (a lockstep StreamRunner): before frame k is made, the model's output up to
+        FRAME_LOCK_LAG frames before it has arrived, or FRAME_LOCK_WAIT_S have passed (counted)."""
+        import asyncio
+        loop = asyncio.get_running_loop()
+        end = loop.time() + FRAME_LOCK_WAIT_S
+        while not self._have(k):
+            if loop.time() >= end:
+                self.waits_timed_out += 1
+                return
+            await asyncio.sleep(0.001)
 
     def __call__(self, k: int) -> np.ndarray:
         F, t = self.F, k * self.F / self.in_sr
-        self.session.floor = t  # nothing is placed or cut before what the examiner has heard
-        cut = int(round(t * self.hear_sr))
+        if self.frame_locked:  # what has arrived is what has played: its output is placed by frame count
+            t_heard = min(t, self.session.buf.write_pos / self.hear_sr)
+        else:
+            t_heard = t
+        self.session.floor = t_heard  # nothing is placed or cut before what the examiner has heard
+        cut = int(round(t_heard * self.hear_sr))
         heard = self.session.buf.slice(self.heard_to, cut)
         self.heard_to = max(self.heard_to, cut)
         # In ticks of at most TICK_S, so the examiner's timing does not depend on the runner's frame
@@ -140,7 +169,8 @@ def render_live(runner, examiner, script: dict, log: EventLog, *, key: str, seed
     feeds: list[LiveFeed] = []
 
     def feed(session: Session):
-        f = LiveFeed(ex, session, frame_samples(runner, in_sr), n_in, out_sr)
+        f = LiveFeed(ex, session, frame_samples(runner, in_sr), n_in, out_sr,
+                     frame_locked=kind == "stream" and runner.clock == "lockstep")
         feeds.append(f)
         return f
 
@@ -158,6 +188,8 @@ def render_live(runner, examiner, script: dict, log: EventLog, *, key: str, seed
     user = fit_length(resample(feeds[-1].sent if feeds else x, in_sr, sr), n)
     session.stats["placed_after_input_s"] = round(max(session.buf.write_pos - len(y), 0) / out_sr, 6)
     session.stats["placed_before_horizon"] = session.late_places
+    if feeds and feeds[-1].frame_locked:
+        session.stats["frame_lock_waits_timed_out"] = feeds[-1].waits_timed_out
     log.emit("end", n / sr, n_samples=n)
     return user, out, session, record
 

@@ -53,6 +53,7 @@ class Spec(common.Spec):
     when the runner has profile files (profiles.py): then `profile` is a setting too."""
 
     noun = "runner_args"
+    kind = "runner"  # what the settings are of, in messages ("examiner" for an examiner's, live.py)
 
     def __init__(self, *settings: Setting | Iterable[Setting], package: str | None = None,
                  profile: str | None = None):
@@ -70,11 +71,11 @@ class Spec(common.Spec):
         profile's (runner_arg `profile`, else the default profile), then `given`; every name and
         value checked (the profile's `by_task` values too). One line for the first problem."""
         from . import profiles
-        who = f"runner {runner!r}"
+        who = f"{self.kind} {runner!r}"
         given = dict(given)
         unknown = sorted(set(given) - set(self.known()))
         if unknown:
-            raise DuplexEvalError(f"{who}: unknown runner_args {', '.join(unknown)} (known: {', '.join(self.known()) or 'none'})")
+            raise DuplexEvalError(f"{who}: unknown {self.noun} {', '.join(unknown)} (known: {', '.join(self.known()) or 'none'})")
         args = self.defaults()
         prof = None
         if self.package:

@@ -339,5 +339,12 @@ def make_stage(config: dict) -> Stage:
         build_runner(cfg)
         build_examiner(cfg)
 
+    def finalize(sctx) -> None:
+        """Live sessions: the examiner's LLM requests of this invocation (stage.json's notes, not an
+        output: a session computed and one replayed from the request cache are the same bytes)."""
+        usage = getattr(state.get("examiner"), "usage", None)
+        if usage is not None:
+            sctx.invocation["examiner_llm"] = usage()
+
     return Stage(COMPONENT, __version__, process, setup=setup, check=check,
-                 workers=cfg["core"]["concurrency"])
+                 finalize=finalize if cfg["examiner"] is not None else None, workers=cfg["core"]["concurrency"])

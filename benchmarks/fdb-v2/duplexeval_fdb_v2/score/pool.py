@@ -53,5 +53,5 @@ def pool(rows: list[dict]) -> tuple[dict, dict]:
     for r in rows:
         reasons[r["ended_reason"]] = reasons.get(r["ended_reason"], 0) + 1
     examiner["ended_reasons"] = dict(sorted(reasons.items()))
-    examiner["llm_calls"] = sum(r["llm_calls"] for r in rows)
+    examiner["llm_lines"] = sum(r["llm_lines"] for r in rows)
     return unified, examiner

@@ -135,5 +135,5 @@ def session_metrics(examiner: dict, model: list[tuple[float, float]], duration_s
         "goals": len(goal_ids), "goals_reached": len(reached), "goals_reached_ids": reached,
         "goals_reached_share": len(reached) / len(goal_ids) if goal_ids else None,
         "examiner_ended_early": early, "ended_reason": ended["reason"],
-        "llm_calls": int((examiner.get("llm") or {}).get("calls", 0) or 0),
+        "llm_lines": sum(1 for t in turns if t.get("kind") == "follow_up"),
     }

@@ -60,7 +60,7 @@ def examiner_doc(turns, goals_reached=(), reason="end_phrase", talked_over=0):
     return {"format": "duplexeval-examiner/1", "engine": "cascade", "preset": "slow", "turns": turns,
             "model_turns": [], "goals": ["T1", "T2", "T3"], "goals_reached": list(goals_reached),
             "ended": {"reason": reason, "t": max([t["end_s"] for t in turns] or [0])},
-            "talked_over_model": talked_over, "yielded": sum(t["yielded"] for t in turns), "llm": {"calls": 0, "cached": 0}}
+            "talked_over_model": talked_over, "yielded": sum(t["yielded"] for t in turns)}
 
 
 def live_doc(duration_s, goals=("T1", "T2", "T3")):
@@ -106,3 +106,37 @@ def score_stages(stages: SimpleNamespace, out: Path, **config) -> dict:
     stage.check(config)
     stage.score(SimpleNamespace(config=config, output=out, inputs=Inputs([stages.dataset, stages.runner])))
     return json.loads((out / "metrics.json").read_text())
+
+
+# ---- real runs through the orchestrator (test_eval_controls.py, test_report.py) ----
+
+EVAL_DURATION_S = 20.0   # --benchmark-arg duration_s: short sessions, the examiner's 3 first turns
+
+
+def evaluate(home: Path, model: str, *args: str) -> SimpleNamespace:
+    """`duplexeval eval --benchmark fdb-v2 --model MODEL` (the mini set, 20 s sessions) in `home`
+    (DUPLEXEVAL_HOME too): its run folder (resolved: later runs move `latest`), run.json, each
+    stage's store folder, metrics.json, samples.jsonl rows by session key and the process."""
+    from duplexeval_common.jsonio import read_json, read_jsonl
+
+    from tests.conftest import dx
+    r = dx(home, "eval", "--benchmark", "fdb-v2", "--model", model,
+           "--benchmark-arg", f"duration_s={EVAL_DURATION_S:g}", *args)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_dir = (home / "runs" / "latest").resolve()
+    run = read_json(run_dir / "run.json")
+    stages = {s["name"]: home / "store" / s["key"] for s in run["stages"]}
+    metrics = read_json(stages["aggregate"] / "metrics.json")
+    rows = {x["sample_id"]: x for x in read_jsonl(stages["aggregate"] / "samples.jsonl")}
+    return SimpleNamespace(dir=run_dir, run=run, stages=stages, metrics=metrics, rows=rows, proc=r)
+
+
+@pytest.fixture(scope="package")
+def eval_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fdb-v2-home")
+
+
+@pytest.fixture(scope="package")
+def silence_run(eval_home) -> SimpleNamespace:
+    """The `silence` control's run (one per test process: shared by the files run in it)."""
+    return evaluate(eval_home, "silence")

@@ -4,16 +4,19 @@ tiny.en of each model turn, an LLM for the examiner's next line (SmolLM2-135M of
 OpenAI-compatible chat endpoint through duplexeval_common.llm's client), and Piper for its voice.
 
 What it does in a session (live.json's `examiner` object is the script: system_prompt, opening,
-goals [{id, goal, say}], end_phrase, turn_limit):
+goals [{id, goal, say}], end_phrase, turn_limit; `opening` and each `say` may be absent, as in
+upstream's task file, where the examiner's LLM says everything):
 
-1. At `start_s` it speaks the opening (goal 1; scripted, no LLM call).
+1. At `start_s` it speaks the opening (goal 1; scripted, no LLM call; without one, the LLM's first
+   line toward goal 1, asked before the session's clock starts).
 2. After each of its turns it waits. Model speech that starts (the VAD's start) is the reply; when
    the VAD ends the model's turn it transcribes it, the turn counts as answered (its goal reached),
    and it asks the LLM for its next line, toward the next goal, and speaks it `response_delay_s`
    after the end was detected (never while the model is speaking: it waits for the next end, up
    to `max_listen_s`, then speaks anyway and that counts as talking over the model).
 3. No model speech within `response_timeout_s` of the end of its turn: the turn is unanswered and
-   it speaks the next goal's scripted `say` line (no LLM call).
+   it speaks the next goal's scripted `say` line (no LLM call; without one, the LLM's line toward
+   the next goal, told that the other speaker did not answer).
 4. After the last goal's turn, or at `turn_limit` turns, it says the end phrase and is silent.
 5. Pacing presets (`preset`): "slow" (VAD threshold 0.5, 500 ms of silence ends the model's turn;
    it yields, stopping its own line, when the model starts talking over it) and "fast" (threshold
@@ -21,7 +24,9 @@ goals [{id, goal, say}], end_phrase, turn_limit):
    (DanielLin94144/Full-Duplex-Bench v2/, arXiv 2510.07838).
 
 Its LLM requests go through a request cache (the judge cache's format and place, namespace
-`examiner`): a rerun replays the examiner's lines without a call. In lockstep every step is done in
+`examiner`): a rerun replays the examiner's lines without a call. How many were asked and how many
+served from the cache is the stage's invocation note (stage.json), not part of examiner.json, so a
+session computed and one replayed are the same bytes. In lockstep every step is done in
 line (deterministic: with a deterministic model the session is the same bytes); on the realtime
 clock the ASR, LLM and TTS of a turn run in a worker thread beside the event loop, and the line
 starts when it is ready, never before the end detection plus `response_delay_s`.
@@ -53,9 +58,15 @@ PRESETS = {
     "fast": {"threshold": 0.6, "min_silence_ms": 600.0, "interruptible": False},
 }
 NO_TALK_OVER = "Do not talk over the other speaker."
+START = "You start the conversation: say your first line."
+NO_ANSWER = "(no answer)"
 ROLE = ("You are playing the user in a spoken conversation with a voice assistant. Say one or two short "
         "spoken sentences, in plain words, as the user would.")
-SETTINGS = Spec(
+class ExaminerSpec(Spec):
+    kind, noun = "examiner", "examiner args"
+
+
+SETTINGS = ExaminerSpec(
     Setting("preset", str, "slow", "pacing: slow (yields when talked over) or fast (not interruptible)",
             choices=tuple(PRESETS)),
     Setting("start_s", float, 0.5, "when the opening starts, in seconds", ge=0),
@@ -70,6 +81,9 @@ SETTINGS = Spec(
     Setting("llm_url", str, "", "llm openai: the endpoint's base URL (empty: $OPENAI_BASE_URL or OpenAI's)"),
     Setting("llm_model", str, "gpt-4o-mini", "llm openai: the model name"),
     Setting("api_key_env", str, "OPENAI_API_KEY", "llm openai: the environment variable holding the key"),
+    Setting("llm_timeout_s", float, 30.0, "llm openai: seconds one request may take", gt=0),
+    Setting("llm_max_retries", int, 2, "llm openai: retries of a failed request (429, 5xx, timeouts) before the "
+            "session fails", ge=0, le=10),
     Setting("max_new_tokens", int, 40, "llm local: the longest line, in tokens", ge=1),
     Setting("llm_threads", int, 1, "llm local: torch threads", ge=1),
     Setting("cache", bool, True, "serve repeated LLM requests from the request cache"),
@@ -84,7 +98,7 @@ class CascadeExaminer:
     name = "cascade"
 
     def __init__(self, seed: int | None = None, **args: Any):
-        self.args, _ = SETTINGS.resolve("examiner cascade", args)
+        self.args, _ = SETTINGS.resolve("cascade", args)
         a = self.args
         self.seed = seed
         self.preset = PRESETS[a["preset"]]
@@ -111,6 +125,10 @@ class CascadeExaminer:
         return {**self.args, "pacing": self.preset, "llm_backend": self.llm.settings(),
                 "asr": self.asr.settings(), "tts": self.tts.settings()}
 
+    def usage(self) -> dict:
+        """LLM requests of this stage so far: {"requests", "cached"}."""
+        return self.llm.usage()
+
     def models(self) -> dict:
         return {"silero-vad": self._vad_model.record() if self._vad_model else None,
                 "faster-whisper": self.asr.record(), "piper-voice": self.tts.record(), "llm": self.llm.record()}
@@ -122,16 +140,19 @@ def check_script(script: Any, key: str) -> dict:
         raise DuplexEvalError(f"{key}: live.json examiner: {msg}")
     if not isinstance(script, dict):
         bad("must be an object")
-    for field in ("system_prompt", "opening", "end_phrase"):
+    for field in ("system_prompt", "end_phrase"):
         if not isinstance(script.get(field), str) or not script[field].strip():
             bad(f"{field} must be a non-empty string")
+    if script.get("opening") is not None and not (isinstance(script["opening"], str) and script["opening"].strip()):
+        bad("opening must be a non-empty string, or absent (the LLM's first line)")
     goals = script.get("goals")
     if not isinstance(goals, list) or not goals:
         bad("goals must be a non-empty list")
     seen = set()
     for i, g in enumerate(goals):
-        if not isinstance(g, dict) or not all(isinstance(g.get(k), str) and g[k].strip() for k in ("id", "goal", "say")):
-            bad(f"goals[{i}] must have non-empty id, goal and say")
+        if not isinstance(g, dict) or not all(isinstance(g.get(k), str) and g[k].strip() for k in ("id", "goal")) \
+                or not (g.get("say") is None or (isinstance(g["say"], str) and g["say"].strip())):
+            bad(f"goals[{i}] must have non-empty id and goal (and say, if given)")
         if g["id"] in seen:
             bad(f"goals[{i}] repeats the id {g['id']!r}")
         seen.add(g["id"])
@@ -166,9 +187,11 @@ class ExaminerSession:
         self.wait_from = 0.0
         self.talked_over = self.yielded = 0
         self.ended: dict | None = None
-        self.llm_calls = self.llm_cached = 0
         self.pool = concurrent.futures.ThreadPoolExecutor(1) if info.realtime else None
-        self.opening = engine.speech(script["opening"], info.speak_sr)
+        # the opening, scripted or the LLM's (asked now: the clock has not started)
+        self.opening_text = script.get("opening") or self._ask(self._messages(self.goals[0], START)) \
+            or self.goals[0]["goal"]
+        self.opening = engine.speech(self.opening_text, info.speak_sr)
 
     # -- hearing ---------------------------------------------------------------------------
 
@@ -207,7 +230,7 @@ class ExaminerSession:
             if kind == "end":
                 self.pending = {"text": self.script["end_phrase"], "kind": "end", "goal": None, "earliest": earliest}
             else:
-                self.pending = {"text": self._ask(self._messages(goal)) or goal["say"], "kind": "follow_up",
+                self.pending = {"text": self._ask(self._messages(goal)) or _fallback(goal), "kind": "follow_up",
                                 "goal": goal["id"], "earliest": earliest}
         else:  # realtime: the ASR, LLM and TTS beside the event loop
             job = self.pool.submit(self._reply_job, audio, turn, last, kind, goal)
@@ -228,7 +251,7 @@ class ExaminerSession:
 
     def _reply_job(self, audio: np.ndarray, turn: dict, last: dict, kind: str, goal: dict | None):
         self._heard_reply(turn, last, self.e.asr.transcribe(audio) if len(audio) else "")
-        text = self.script["end_phrase"] if kind == "end" else (self._ask(self._messages(goal)) or goal["say"])
+        text = self.script["end_phrase"] if kind == "end" else (self._ask(self._messages(goal)) or _fallback(goal))
         return text, self.e.speech(text, self.info.speak_sr)
 
     # -- deciding --------------------------------------------------------------------------
@@ -245,20 +268,30 @@ class ExaminerSession:
         kind, goal = self._next()
         if kind == "end":
             self.pending = {"text": self.script["end_phrase"], "kind": "end", "goal": None, "earliest": t}
-        else:
+        elif goal.get("say"):
             self.pending = {"text": goal["say"], "kind": "scripted", "goal": goal["id"], "earliest": t}
+        else:  # no scripted line: the LLM's, told that the model did not answer
+            self.history.append({"role": "user", "content": NO_ANSWER})
+            messages = self._messages(goal)
+            if self.pool is None:
+                self.pending = {"text": self._ask(messages) or _fallback(goal), "kind": "follow_up",
+                                "goal": goal["id"], "earliest": t}
+            else:
+                job = self.pool.submit(self._line_job, messages, goal)
+                self.pending = {"future": job, "kind": "follow_up", "goal": goal["id"], "earliest": t}
         self.state = "thinking"
 
-    def _messages(self, goal: dict) -> list[dict]:
-        system = " ".join([self.script["system_prompt"].strip(), NO_TALK_OVER, ROLE,
-                           f"What you want now: {goal['goal'].strip()}"])
+    def _line_job(self, messages: list[dict], goal: dict):
+        text = self._ask(messages) or _fallback(goal)
+        return text, self.e.speech(text, self.info.speak_sr)
+
+    def _messages(self, goal: dict, extra: str = "") -> list[dict]:
+        system = " ".join(x for x in (self.script["system_prompt"].strip(), NO_TALK_OVER, ROLE,
+                                      f"What you want now: {goal['goal'].strip()}", extra) if x)
         return [{"role": "system", "content": system}, *self.history]
 
     def _ask(self, messages: list[dict]) -> str:
-        text, cached = self.e.llm.line(messages)
-        self.llm_calls += not cached
-        self.llm_cached += bool(cached)
-        return text
+        return self.e.llm.line(messages)[0]
 
     # -- speaking --------------------------------------------------------------------------
 
@@ -311,7 +344,7 @@ class ExaminerSession:
         self._hear(heard, t)
         a = self.e.args
         if self.state == "before" and t >= a["start_s"]:
-            self._start_line(t, self.script["opening"], self.opening, "opening", self.goals[0]["id"])
+            self._start_line(t, self.opening_text, self.opening, "opening", self.goals[0]["id"])
         elif self.state == "waiting" and t - self.wait_from >= a["response_timeout_s"]:
             self.log.emit("examiner", t, event="unanswered", turn=self.turns[-1]["index"])
             self._move_on(t)
@@ -344,5 +377,9 @@ class ExaminerSession:
         return {"format": FORMAT, "engine": self.name, "preset": self.e.args["preset"], "turns": self.turns,
                 "model_turns": self.model_turns, "goals": [g["id"] for g in self.goals],
                 "goals_reached": [t["goal"] for t in self.turns if t["answered"] and t["goal"]],
-                "ended": ended, "talked_over_model": self.talked_over, "yielded": self.yielded,
-                "llm": {"calls": self.llm_calls, "cached": self.llm_cached}}
+                "ended": ended, "talked_over_model": self.talked_over, "yielded": self.yielded}
+
+
+def _fallback(goal: dict) -> str:
+    """What is said when the LLM's answer holds nothing speakable: the scripted line, else the goal."""
+    return goal.get("say") or goal["goal"]

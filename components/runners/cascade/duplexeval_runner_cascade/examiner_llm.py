@@ -28,6 +28,7 @@ class ExaminerLLM:
         self.seed = seed
         self.use_cache = bool(args["cache"])
         self._lock = threading.Lock()
+        self.requests = self.cached = 0
         if self.kind == "local":
             self.local = SmolLM(max_new_tokens=args["max_new_tokens"], threads=args["llm_threads"], system_prompt="")
             self.model = "SmolLM2-135M-Instruct"
@@ -38,7 +39,8 @@ class ExaminerLLM:
         else:
             from duplexeval_common.llm.client import ChatClient
             self.client = ChatClient(base_url=args["llm_url"] or None, api_key_env=args["api_key_env"],
-                                     what="the examiner", seed=seed)
+                                     what="the examiner", seed=seed, timeout_s=args["llm_timeout_s"],
+                                     max_retries=args["llm_max_retries"], backoff_s=0.5, max_backoff_s=4.0)
             self.model = args["llm_model"]
             self.base_url = self.client.base_url
             self.extra = {}
@@ -51,8 +53,11 @@ class ExaminerLLM:
         if self.use_cache:
             entry = self.cache.get(h)
             if entry is not None:
+                with self._lock:
+                    self.cached += 1
                 return entry["replies"][-1]["text"], True
         with self._lock:
+            self.requests += 1
             if self.client is None:
                 text, _tokens = self.local.chat(messages)
             else:
@@ -61,6 +66,10 @@ class ExaminerLLM:
             self.cache.put(h, {"request_hash": h, "status": "ok", "attempts": 1, "request": request,
                                "replies": [{"text": text}]})
         return text, False
+
+    def usage(self) -> dict:
+        with self._lock:
+            return {"requests": self.requests, "cached": self.cached}
 
     def settings(self) -> dict[str, Any]:
         out = {"kind": self.kind, "model": self.model, "base_url": self.base_url, "temperature": 0.0,
