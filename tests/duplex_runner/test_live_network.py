@@ -73,7 +73,20 @@ def check_waits_for_the_reply(out, delay: float = DELAY, realtime: bool = True) 
     return exam
 
 
-def test_freeze_omni_live_session(tmp_path, cert, reply_wav, llm):  # noqa: F811
+def test_freeze_omni_live_session(tmp_path, cert, reply_wav, llm, monkeypatch):  # noqa: F811
+    """... and the examiner's speech and transcriptions are never made on the event loop that paces
+    the frames (they would delay every session's sends)."""
+    import threading
+    from duplexeval_runner_cascade import examiner as examiner_mod
+    from duplexeval_runner_cascade.asr import WhisperASR
+    threads = []
+    for cls, name in ((examiner_mod.CascadeExaminer, "speech"), (WhisperASR, "transcribe")):
+        real = getattr(cls, name)
+
+        def spy(self, *a, _real=real, **kw):
+            threads.append(threading.current_thread().name)
+            return _real(self, *a, **kw)
+        monkeypatch.setattr(cls, name, spy)
     with Doubles(tmp_path) as doubles:
         srv = doubles.start(FREEZE, "--cert", cert[0], "--key", cert[1], "--script",
                             json.dumps({"reply_delay_s": DELAY, "reply_wav": reply_wav}), url="https://127.0.0.1:{port}")
@@ -82,6 +95,7 @@ def test_freeze_omni_live_session(tmp_path, cert, reply_wav, llm):  # noqa: F811
                                  {"llm": "openai", "llm_url": llm.base_url})
         assert samples[f"{SUBSET}/0"]["status"] == "ok", samples
         check_waits_for_the_reply(out)
+    assert threads and "duplex-runner-loop" not in threads, threads
 
 
 def test_openai_realtime_live_session_and_the_slow_examiner_yields_to_a_model_that_talks_over_it(

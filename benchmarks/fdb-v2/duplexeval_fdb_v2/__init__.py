@@ -31,7 +31,13 @@ BENCHMARK = Benchmark(
     tasks=tasks_of(TASKS, SUMMARIES),
     subset_tasks=tuple((t, t) for t in TASKS),
     default_judge="none",
-    judges=("none",),
+    judges=("none", "local-llm", "openai", "official"),
+    judge_notes={
+        "local-llm": "note: judge local-llm (SmolLM2-135M) scores the judged column with duplexeval's own prompts: "
+                     "a smoke test, not official",
+        "openai": "note: judge openai scores the judged column with duplexeval's own prompts: not official "
+                  "(JUDGE=official with your eval_prompts.json for upstream's)",
+    },
     options=(
         Option("response_window_s", float, 5.0, "an examiner turn counts as answered when the model starts "
                "speaking within this many seconds after it ends", low=0.1, high=60.0),
@@ -44,12 +50,16 @@ BENCHMARK = Benchmark(
         Headline(t, "unified", "response_latency_s", False),
         Headline(t, "unified", "overlap_rate", False),
     )),
-    components=("tts-synth", "aggregator"),
+    components=("tts-synth", "asr-aligner", "judge", "aggregator"),
     hooks={
         "plan": ".plan:plan",
         "summary": ".plan:summary",
         "missing": ".plan:missing",
         "dataset": ".dataset:make_stage",
+        "importers": ".importers:IMPORTERS",
+        "asr": ".asr:targets",
+        "judge": ".judge:task",
+        "prompts": ".prompts:PROMPTS",
         "score": ".score.stage",
         "report": ".report",
     },

@@ -9,12 +9,23 @@ and finalize writes manifest.json. `limit` keeps the first N tasks of each kind 
 order), `subsets` only those kinds, `samples` only those keys, as every builder does
 (duplexeval_common.script_stage).
 
+A folder imported from upstream's task file (`duplexeval import fdb-v2 FILE`, importers.py) is
+read the same way: its import manifest says `build: "dataset"` (so tts-synth runs this hook on it,
+not its import mode) and holds tasks.json's sha256, checked here first (a copy changed since the
+import is refused: import it again). Its tasks script no lines (no opening, no say: the examiner's
+LLM says them), and each sample.json gets `source`, upstream's fields of the task (its id among
+them).
+
 The session length written here is live.DEFAULT_DURATION_S: the benchmark's `duration_s` option
 reaches the runner core through the examiner's args instead (plan.py says why), and the runner
 core's session length overrides this one.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
 
 from duplexeval_common import script_stage
 from duplexeval_common.errors import DuplexEvalError, SampleError
@@ -25,6 +36,9 @@ from duplexeval_common.stage import SampleContext, StageContext
 
 from .live import DEFAULT_DURATION_S, check_live, live_json
 from .tasks import TASK_FILE, TASKS, LiveTask, load_tasks
+
+IMPORT_MANIFEST = "manifest.json"            # an imported folder's (the orchestrator's importing.MANIFEST,
+IMPORT_FORMAT = "duplexeval-import/1"        # and importing.FORMAT)
 
 
 class _Kind:
@@ -46,6 +60,7 @@ class LiveDataset:
 
     def select(self, inputs: Inputs, _config: dict) -> list[Sample]:
         folder = script_stage.script_folder(inputs, "benchmarks/fdb-v2/datasets/fdb-v2-mini")
+        check_import(folder)
         tasks = load_tasks(folder)
         self.cfg["dataset"] = self.cfg["dataset"] or folder.name
         self.sha256 = sha256_json(read_json(folder / TASK_FILE))
@@ -73,7 +88,8 @@ class LiveDataset:
         ctx.write_json("live.json", live)
         ctx.write_json("sample.json", {
             "dataset": self.cfg["dataset"], "subset": ctx.sample.subset, "id": ctx.sample.id,
-            "task": task.kind, "duration_s": live["duration_s"], "sample_rate": rate, "segments": []}, "sample")
+            "task": task.kind, "duration_s": live["duration_s"], "sample_rate": rate, "segments": [],
+            **({"source": task.source} if task.source else {})}, "sample")
 
     def finalize(self, sctx: StageContext) -> None:
         rows = []
@@ -88,6 +104,30 @@ class LiveDataset:
                          "files": self.synth.sample_files(folder)})
         sctx.write_json("manifest.json", {"dataset": self.cfg["dataset"], "version": self.sha256[:16],
                                           "samples": rows}, "manifest")
+
+
+def check_import(folder: Path) -> None:
+    """An imported folder's root files (tasks.json) as its import manifest hashed them; a plain
+    script folder (no manifest.json) passes."""
+    p = Path(folder) / IMPORT_MANIFEST
+    if not p.is_file():
+        return
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DuplexEvalError(f"{p}: not readable ({exc}); import the dataset again") from None
+    if not isinstance(doc, dict) or doc.get("format") != IMPORT_FORMAT:
+        return  # not an import's manifest
+    roots = doc.get("root_files")
+    if not isinstance(roots, dict) or TASK_FILE not in roots:
+        raise DuplexEvalError(f"{p}: does not hash {TASK_FILE} (not a fdb-v2 import?); import the dataset again")
+    for name, digest in sorted(roots.items()):
+        f = Path(folder) / str(name)
+        got = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() and not f.is_symlink() else None
+        if got != digest:
+            raise DuplexEvalError(f"{f} is missing or differs from the import manifest (sha256 "
+                                  f"{(got or 'none')[:12]}, recorded {str(digest)[:12]}): the imported copy "
+                                  "was changed; import the dataset again")
 
 
 def make_stage(config: dict, synth) -> LiveDataset:

@@ -4,6 +4,10 @@ the runner core, `duplexeval-live/1`).
     {"format": "duplexeval-live/1", "duration_s": 45.0, "sample_rate": 16000,
      "examiner": {"system_prompt", "opening", "goals": [{"id", "goal", "say"}, ...],
                   "end_phrase", "turn_limit"}}
+
+`opening` and a goal's `say` are absent when the task scripts none (an imported upstream task,
+tasks.IMPORTED_FORMAT): the examiner's LLM then says that line (the cascade examiner's
+check_script accepts both).
 """
 
 from __future__ import annotations
@@ -16,18 +20,14 @@ DEFAULT_DURATION_S = 45.0
 
 def live_json(task: LiveTask, duration_s: float, sample_rate: int) -> dict:
     """The session of one task: its length, the recorded channels' rate and the examiner's script."""
-    return {
-        "format": FORMAT,
-        "duration_s": float(duration_s),
-        "sample_rate": int(sample_rate),
-        "examiner": {
-            "system_prompt": task.system_prompt,
-            "opening": task.opening,
-            "goals": [{"id": g.id, "goal": g.goal, "say": g.say} for g in task.goals],
-            "end_phrase": task.end_phrase,
-            "turn_limit": task.turn_limit,
-        },
-    }
+    examiner = {"system_prompt": task.system_prompt}
+    if task.opening is not None:
+        examiner["opening"] = task.opening
+    examiner["goals"] = [{"id": g.id, "goal": g.goal, **({"say": g.say} if g.say is not None else {})}
+                         for g in task.goals]
+    examiner.update(end_phrase=task.end_phrase, turn_limit=task.turn_limit)
+    return {"format": FORMAT, "duration_s": float(duration_s), "sample_rate": int(sample_rate),
+            "examiner": examiner}
 
 
 def check_live(obj, where: str) -> list[str]:
@@ -45,16 +45,18 @@ def check_live(obj, where: str) -> list[str]:
     if not isinstance(ex, dict):
         return problems + [f"{where}: examiner must be an object"]
     for k in ("system_prompt", "opening", "end_phrase"):
-        if not isinstance(ex.get(k), str) or not ex[k]:
-            problems.append(f"{where}: examiner.{k} must be a non-empty string")
+        if (k != "opening" or k in ex) and (not isinstance(ex.get(k), str) or not ex[k]):
+            problems.append(f"{where}: examiner.{k} must be a non-empty string"
+                            + (" (or absent: the LLM's first line)" if k == "opening" else ""))
     goals = ex.get("goals")
     if not isinstance(goals, list) or not goals:
         problems.append(f"{where}: examiner.goals must be a non-empty list")
     else:
         for i, g in enumerate(goals):
-            if not isinstance(g, dict) or sorted(g) != ["goal", "id", "say"] \
+            if not isinstance(g, dict) or sorted(g) not in (["goal", "id"], ["goal", "id", "say"]) \
                     or not all(isinstance(g[k], str) and g[k] for k in g):
-                problems.append(f"{where}: examiner.goals[{i}] must have id, goal and say (non-empty strings)")
+                problems.append(f"{where}: examiner.goals[{i}] must have id and goal, and say or not (non-empty "
+                                "strings)")
     tl = ex.get("turn_limit")
     if isinstance(tl, bool) or not isinstance(tl, int) or tl < 1:
         problems.append(f"{where}: examiner.turn_limit must be a whole number >= 1")

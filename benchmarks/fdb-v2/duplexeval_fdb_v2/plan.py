@@ -4,6 +4,8 @@
     runner     the model      a live session per sample, the runner core's examiner engine
                               talking to the model: input.wav (examiner), output.wav (model),
                               mix.wav, examiner.json, events.jsonl, runner.json
+    asr        asr-aligner    both channels (asr.py), only with a judge
+    judge      judge          judgement.json per session (judge.py), only when --judge is not none
     aggregate  aggregator     metrics.json, samples.jsonl, report.md (score/)
 
 The examiner's settings reach the runner stage as `examiner: {"engine": "cascade", "args":
@@ -29,14 +31,43 @@ def examiner(options: dict) -> dict:
 def plan(p, options: dict) -> list:
     p.refuse("segmenter_args", "--segmenter-arg applies to benchmarks with a turn-segmenter stage "
                                "(fdb-v2 has none)")
-    p.refuse("asr_args", "--asr-arg: fdb-v2 has no asr stage (the examiner transcribes the model itself)")
-    p.refuse("judge_args", "--judge-arg: fdb-v2 has no judge stage (its numbers are measured, not judged)")
-    return [
-        p.dataset_stage(),
-        p.runner_stage(["dataset"], examiner=examiner(options)),
-        p.stage("aggregate", "aggregator", {"response_window_s": float(options["response_window_s"])},
-                ["dataset", "runner"]),
-    ]
+    judge = getattr(p, "judge", "none") or "none"
+    if judge == "none":
+        p.refuse("asr_args", "--asr-arg: fdb-v2 transcribes only for a judge (--judge local-llm, openai or official)")
+        p.refuse("judge_args", "--judge-arg: fdb-v2 has no judge stage with --judge none (its numbers are measured)")
+    aggregate = {"response_window_s": float(options["response_window_s"])}
+    stages = [p.dataset_stage(), p.runner_stage(["dataset"], examiner=examiner(options))]
+    if judge == "none":
+        return stages + [p.stage("aggregate", "aggregator", aggregate, ["dataset", "runner"])]
+    stages.append(p.asr_stage("asr", ["dataset", "runner"]))
+    stages.append(judge_stage(p, judge))
+    return stages + [p.stage("aggregate", "aggregator", aggregate, ["dataset", "runner", "asr", "judge"])]
+
+
+def judge_stage(p, judge: str):
+    """The judge stage; for `official` the prompts file (judge arg `prompts`) is read here, refused
+    with one line when absent or malformed, and its sections and sha256 go into the stage's settings
+    (so a changed file re-judges, and the stage needs no path), its key variable passed by name."""
+    if judge != "official":
+        return p.judge_stage(["dataset", "runner", "asr"])
+    from duplexeval_common.errors import DuplexEvalError
+
+    from . import official
+    args = dict(p.judge_args or {})
+    path = args.pop("prompts", None)
+    if not path:
+        raise DuplexEvalError("judge official needs --judge-arg prompts=PATH: your copy of upstream's "
+                              "v2/eval/eval_prompts.json (Full-Duplex-Bench; not shipped here)")
+    prompts = official.load(path)
+    saved = p.judge_args
+    p.judge_args = args
+    try:
+        spec = p.judge_stage(["dataset", "runner", "asr"], official_prompts=prompts)
+    finally:
+        p.judge_args = saved
+    spec.network = True
+    spec.keys = (str(args.get("api_key_env", "GEMINI_API_KEY")),)
+    return spec
 
 
 def summary(metrics: dict) -> dict:
@@ -46,6 +77,9 @@ def summary(metrics: dict) -> dict:
         u = m["unified"]
         out[subset] = {"task": m["task"], "n": m["n"], "scored": m["coverage"]["scored"],
                        **{k: u[k]["value"] for k in ("response_rate", "response_latency_s", "overlap_rate")}}
+        if m.get("judged"):
+            out[subset]["judged"] = {k: (m["judged"].get(k) or {}).get("value")
+                                     for k in ("fluency", "instruction_following", "task_score")}
     return out
 
 

@@ -173,12 +173,14 @@ class Importer:
     Importer}): its summary (the command's help), the dataset name it writes by default (None:
     --name is required), its own options, and `run(service, directory, name, home, force, report,
     **options)` returning what it imported. The service is the orchestrator's import toolkit (the
-    dataset folder, the manifest, the checks every importer shares; docs/adding-a-benchmark.md)."""
+    dataset folder, the manifest, the checks every importer shares; docs/adding-a-benchmark.md).
+    `argument` names what the command reads in its help (a folder, or e.g. fdb-v2's one FILE)."""
     name: str
     summary: str
     run: Callable[..., Any]
     default_name: str | None = None
     options: tuple[Option, ...] = ()
+    argument: str = "DIRECTORY"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 
 from .errors import DuplexEvalError
 from .hashing import sha256_json
-from .samples import Inputs, Sample, select_subsets
+from .samples import SAMPLES, Inputs, Sample, select_subsets
 
 VOICE_ROW_KEYS = ("engine", "voice", "rate", "model_sha256")
 
@@ -56,6 +56,17 @@ def failed_row(sample: Sample, task: str | None, status: Mapping, default_reason
     count it as failed, not as absent."""
     return {"subset": sample.subset, "id": sample.id, "task": task, "status": "failed",
             "reason": status.get("reason", default_reason)}
+
+
+def each_built(samples: Iterable[Sample], sctx, rows: list) -> Iterable[tuple[Sample, Path]]:
+    """(sample, its folder in the stage's output) of each sample built, in order; a sample that was
+    not is given its manifest row (failed_row) in `rows` instead, in the same order."""
+    for s in samples:
+        status = sctx.statuses.get(s.key, {})
+        if status.get("status") != "ok":
+            rows.append(failed_row(s, s.task, status, "not built"))
+            continue
+        yield s, sctx.output / SAMPLES / s.subset / s.id
 
 
 def voice_row(record: Mapping) -> dict:

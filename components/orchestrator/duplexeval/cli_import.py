@@ -50,7 +50,7 @@ class ImportGroup(click.Group):
 
 
 def _command(name: str, benchmark: str, imp) -> click.Command:
-    params = [click.Argument(["directory"], type=click.Path(path_type=Path)),
+    params = [click.Argument(["directory"], type=click.Path(path_type=Path), metavar=imp.argument),
               click.Option(["--name"], default=imp.default_name, required=imp.default_name is None,
                            show_default=imp.default_name is not None,
                            help="The dataset's name (for eval --dataset)."),

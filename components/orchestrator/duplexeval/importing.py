@@ -19,6 +19,12 @@ is not a link leading out of the source (one link rule for every importer); a WA
 soundfile reads, non-empty, with finite samples, a rate of at least MIN_RATE and at most MAX_RATE,
 and at most MAX_SECONDS long (check_wav); a JSON file parses strictly (no NaN, no key given twice;
 strict_json, linear in its size).
+
+An import may instead be a script folder for its benchmark's own `dataset` hook: its manifest
+says `"build": BUILD_BY_HOOK`, its root files (hashed in `root_files`) are what the hook reads
+and its rows list the samples the hook will build, with no files of their own (fdb-v2's import
+of upstream's task file, a tasks.json). tts-synth then runs the benchmark's hook on the folder
+instead of copying it (its import mode).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from duplexeval_common.samples import id_sort_key, name_problem, printable
 
 FORMAT = "duplexeval-import/1"
 MANIFEST = "manifest.json"
+BUILD_BY_HOOK = "dataset"   # manifest `build`: the benchmark's dataset hook builds the samples
 
 
 @dataclass

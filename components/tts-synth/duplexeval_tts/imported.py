@@ -11,6 +11,10 @@ whose task-specific fields the benchmark's `imported` hook fills from the sample
 stage writes manifest.json (schemas/manifest.schema.json) and copies the import's root files
 (each checked against the import's sha256).
 
+An import whose manifest says `"build": "dataset"` is not copied here: its root files are a
+script folder for the benchmark's own `dataset` hook (e.g. fdb-v2's tasks.json imported from
+upstream's task file), which builds the samples and checks those files against the manifest.
+
 The orchestrator hashes the whole input folder into the stage key (a Source), so an import
 replaced under the same name never reuses an old stage.
 """
@@ -50,8 +54,13 @@ def import_manifest(folder: Path) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 
 
+BUILD_BY_HOOK = "dataset"   # manifest `build`: the benchmark's dataset hook builds the samples
+
+
 def is_import(dirs: list[Path]) -> bool:
-    return len(dirs) == 1 and import_manifest(dirs[0]) is not None
+    """One input folder holding an import that is copied as it is (import mode)."""
+    doc = import_manifest(dirs[0]) if len(dirs) == 1 else None
+    return doc is not None and doc.get("build") != BUILD_BY_HOOK
 
 
 class ImportedStage:

@@ -32,7 +32,7 @@ from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
-from duplexeval_common.samples import SAMPLES, Inputs, Sample
+from duplexeval_common.samples import Inputs, Sample
 from duplexeval_common.stage import SampleContext, StageContext
 
 from ..schemas import SCHEMAS
@@ -166,18 +166,14 @@ class DatasetStage:
     def finalize(self, sctx: StageContext) -> None:
         self.close()
         rows, audio_s, synth_s, cached = [], 0.0, 0.0, 0
-        for s in self.samples:
-            status = sctx.statuses.get(s.key, {})
-            if status.get("status") != "ok":
-                rows.append(script_stage.failed_row(s, s.task, status, "not built"))
-                continue
-            folder = sctx.output / SAMPLES / s.subset / s.id
+        for s, folder in script_stage.each_built(self.samples, sctx, rows):
             sample = read_json(folder / "sample.json")
             duration = float(sample["duration_s"])
             rows.append({"subset": s.subset, "id": s.id, "task": s.task, "duration_s": duration,
                          "files": self.synth.sample_files(folder),
                          "voices": {sp: script_stage.voice_row(v) for sp, v in sample["voices"].items()}})
             audio_s += duration
+            status = sctx.statuses[s.key]
             synth_s += status.get("seconds", 0.0)
             cached += bool(status.get("cached"))
         manifest = {

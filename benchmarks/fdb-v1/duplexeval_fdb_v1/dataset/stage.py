@@ -21,7 +21,7 @@ from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
 from duplexeval_common.progress import log
-from duplexeval_common.samples import SAMPLES, Inputs, Sample
+from duplexeval_common.samples import Inputs, Sample
 from duplexeval_common.stage import SampleContext, StageContext
 
 from ..schemas import SCHEMAS
@@ -124,12 +124,7 @@ class DatasetStage:
         self.close()
         rows, audio_s, synth_s, cached = [], 0.0, 0.0, 0
         gt: dict[str, list[float]] = {}
-        for s in self.samples:
-            status = sctx.statuses.get(s.key, {})
-            if status.get("status") != "ok":
-                rows.append(script_stage.failed_row(s, s.task, status, "not built"))
-                continue
-            folder = sctx.output / SAMPLES / s.subset / s.id
+        for s, folder in script_stage.each_built(self.samples, sctx, rows):
             files = self.synth.sample_files(folder)
             sample = read_json(folder / "sample.json")
             duration = float(sample["duration_s"])
@@ -142,6 +137,7 @@ class DatasetStage:
                 gt[s.id] = backchannel_gt(bc["trps"], int(round(duration * sr)), sr,
                                           bc["delay_s"], bc["sd_s"], bc["bin_s"], bc.get("floor", 0.0))
             audio_s += duration
+            status = sctx.statuses[s.key]
             synth_s += status.get("seconds", 0.0)
             cached += bool(status.get("cached"))
         manifest = {

@@ -28,6 +28,14 @@ def render(metrics: dict) -> str:
             out.append("  " + _line(k, s["unified"][k]))
         for k in ("talked_over_model", "yielded", "ended_early"):
             out.append("  " + _line(f"examiner {k}", s["examiner"][k]))
+        j = s.get("judged")
+        if j:
+            out.append(f"  judged: {j['parsed']}/{j['sessions']} sessions parsed ({j['unparsed']} unparsed), "
+                       f"{j['events']} events")
+            for k in ("fluency", "instruction_following", "task_score"):
+                m = j[k]
+                iv = "" if not m["interval"] else f"[{_f(m['interval'][0])}, {_f(m['interval'][1])}]"
+                out.append(f"  {'judged ' + k:<28} {_f(m['value']):>8} {iv}")
     out.append("```")
     if metrics["missing"]:
         out += ["", "Not scored:", ""] + [f"- {k}: {why}" for k, why in sorted(metrics["missing"].items())]

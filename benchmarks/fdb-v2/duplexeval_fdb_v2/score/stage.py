@@ -19,7 +19,7 @@ from duplexeval_common.benchmarks import Option
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.jsonio import atomic_write_many, dumps, jsonl_text
 
-from . import pool, report_md
+from . import judged, pool, report_md
 from .session import SessionError, session_metrics
 
 DEFINITIONS = "fdb-v2-live-1"
@@ -50,6 +50,7 @@ def eligibility(find, key: str, failure: str | None) -> tuple[dict | None, str |
     if failure:
         return None, f"failed: {failure}"
     files = {n: find(n) for n in ("runner.json", "examiner.json", "output.wav", "live.json")}
+    judgement = find("judgement.json")
     for name, path in files.items():
         if path is None:
             return None, f"missing: {name}"
@@ -64,7 +65,8 @@ def eligibility(find, key: str, failure: str | None) -> tuple[dict | None, str |
         return None, "invalid: examiner.json is not valid JSON"
     if not isinstance(live, dict) or not isinstance((live.get("examiner") or {}).get("goals"), list):
         return None, "invalid: live.json has no examiner goals"
-    return {"examiner": examiner, "live": live, "output": files["output.wav"]}, None
+    return {"examiner": examiner, "live": live, "output": files["output.wav"],
+            "judgement": _json(judgement) if judgement is not None else None}, None
 
 
 def score_sessions(sessions: list[dict], window_s: float, cache: Path | None = None) -> tuple[list[dict], dict]:
@@ -88,8 +90,12 @@ def score_sessions(sessions: list[dict], window_s: float, cache: Path | None = N
         except SessionError as exc:
             missing[s["key"]] = f"invalid: {exc}"
             continue
-        rows.append({"sample_id": s["key"], "subset": s["subset"], "task": s["task"], "eligible": True,
-                     "model_speech": [list(x) for x in speech[g["output"]]], **m})
+        row = {"sample_id": s["key"], "subset": s["subset"], "task": s["task"], "eligible": True,
+               "model_speech": [list(x) for x in speech[g["output"]]], **m}
+        if s.get("judged"):
+            j = g["judgement"] if isinstance(g["judgement"], dict) else {"status": "missing"}
+            row["judgement"] = {k: j.get(k) for k in ("status", "events", "task_score", "judge", "model", "official")}
+        rows.append(row)
     for key, why in missing.items():
         s = next(x for x in sessions if x["key"] == key)
         rows.append({"sample_id": key, "subset": s["subset"], "task": s["task"], "eligible": False, "reason": why})
@@ -108,6 +114,8 @@ def metrics_of(rows: list[dict], missing: dict, window_s: float, vad: dict) -> d
                          "share": len(scored) / len(mine),
                          "reasons": {r["sample_id"]: r["reason"] for r in mine if not r["eligible"]}},
             "unified": unified, "examiner": examiner}
+        if any("judgement" in r for r in scored):
+            subsets[subset]["judged"] = judged.pool([r["judgement"] for r in scored if "judgement" in r])
     return {"benchmark": "fdb-v2", "definitions": DEFINITIONS, "official": False, "note": NOTE,
             "settings": {"response_window_s": window_s, "vad": vad},
             "subsets": subsets, "missing": dict(sorted(missing.items()))}
@@ -122,8 +130,9 @@ def write(out: Path, rows: list[dict], metrics: dict) -> None:
 def score(sctx) -> None:
     from .speech import vad_record
     window = float(sctx.config.get("response_window_s", 5.0))
+    judged_run = any((Path(d) / "judge.json").is_file() for d in getattr(sctx.inputs, "dirs", []))
     sessions = [{"key": s.key, "subset": s.subset, "task": s.task or s.subset,
                  "find": (lambda name, s=s: sctx.inputs.find(s, name)),
-                 "failure": sctx.inputs.upstream_failure(s)} for s in sctx.inputs.samples()]
+                 "failure": sctx.inputs.upstream_failure(s), "judged": judged_run} for s in sctx.inputs.samples()]
     rows, missing = score_sessions(sessions, window)
     write(sctx.output, rows, metrics_of(rows, missing, window, vad_record()))

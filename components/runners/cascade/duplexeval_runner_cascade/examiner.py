@@ -192,6 +192,10 @@ class ExaminerSession:
         self.opening_text = script.get("opening") or self._ask(self._messages(self.goals[0], START)) \
             or self.goals[0]["goal"]
         self.opening = engine.speech(self.opening_text, info.speak_sr)
+        # Every scripted line's speech, made now too: nothing is synthesized on the realtime event loop
+        # (the LLM's lines are made in the worker thread with their text).
+        self.spoken = {text: engine.speech(text, info.speak_sr)
+                       for text in [script["end_phrase"], *(g["say"] for g in self.goals if g.get("say"))]}
 
     # -- hearing ---------------------------------------------------------------------------
 
@@ -336,7 +340,8 @@ class ExaminerSession:
                 return None
             text, audio = p["future"].result()
             return text, audio
-        return p["text"], self.e.speech(p["text"], self.info.speak_sr)
+        audio = self.spoken.get(p["text"])
+        return p["text"], audio if audio is not None else self.e.speech(p["text"], self.info.speak_sr)
 
     # -- the frame contract ----------------------------------------------------------------
 
