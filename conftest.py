@@ -31,6 +31,7 @@ LONGEST_FIRST = (
     "tests/docker/test_docker_secrets.py",
     "tests/docker/test_docker_mtr.py",
     "tests/docker/test_docker_asr_backends.py",
+    "tests/docker/test_docker_live.py",
     "tests/docker/test_archive_docker.py",
     "tests/docker/test_runner_images.py",
     "tests/e2e/test_report_browser.py",

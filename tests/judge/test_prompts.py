@@ -14,7 +14,8 @@ from duplexeval_mtr import judging as mtr
 from .conftest import prompt, prompt_sets
 
 IDS = ["fdb-v1-interruption", "fdb-v1.5-behaviour", "mtr-dialogue-quality", "mtr-instruction-following", "mtr-safety",
-       "mtr-turn-segmentation"]
+       "mtr-turn-segmentation", "fdb-v2-fluency", "fdb-v2-instruction", "fdb-v2-task-correction",
+       "fdb-v2-task-entity-tracking", "fdb-v2-task-safety"]
 
 
 def test_every_prompt_is_a_verified_template_with_a_spec():

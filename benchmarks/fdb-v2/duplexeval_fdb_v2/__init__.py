@@ -44,6 +44,14 @@ BENCHMARK = Benchmark(
         Option("preset", str, "slow", "the examiner's preset: slow (waits for the model and yields when it "
                "talks) or fast (keeps its own pace)", choices=("slow", "fast")),
         Option("duration_s", float, 45.0, "the session length in seconds (both channels)", low=5.0, high=600.0),
+        Option("examiner_llm", str, "local", "the examiner's LLM: local (SmolLM2-135M, offline) or openai (any "
+               "OpenAI-compatible chat endpoint: examiner_llm_url, examiner_llm_model, its key in "
+               "examiner_api_key_env)", choices=("local", "openai")),
+        Option("examiner_llm_url", str, "", "examiner_llm openai: the endpoint's base URL (empty: "
+               "$OPENAI_BASE_URL or OpenAI's)"),
+        Option("examiner_llm_model", str, "gpt-4o-mini", "examiner_llm openai: the model"),
+        Option("examiner_api_key_env", str, "OPENAI_API_KEY", "examiner_llm openai: the environment variable "
+               "holding its key (passed to the runner stage by name, never written)"),
     ),
     headline=tuple(h for t in TASKS for h in (
         Headline(t, "unified", "response_rate", True),

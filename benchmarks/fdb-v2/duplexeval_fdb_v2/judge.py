@@ -7,7 +7,7 @@ Judges (`--judge`):
   one number 1-5. A segment is a run of the model's ASR words (transcript.json) split where a gap
   exceeds 1.2 s, as upstream's asr_batch.py segments, in the first 120 s. Not official.
 - `official`: upstream's one consolidated prompt per session (official.py), built from the user's
-  eval_prompts.json (the plan embeds its sections and sha256 in this stage's settings,
+  eval_prompts.json (the plan embeds its sections and sha256 in this stage's judge_args,
   `official_prompts`), sent as one user message to gemini-2.5-pro (temperature 0.2) through an
   OpenAI-compatible endpoint (Gemini's, by default); labelled official only with that model.
 
@@ -79,7 +79,7 @@ class V2Judging:
     def __init__(self, config: dict, registry):
         self.name = config.get("judge") or "none"
         self.args = dict(config.get("judge_args") or {})
-        self.official_prompts = config.get("official_prompts")
+        self.official_prompts = self.args.pop("official_prompts", None)
         self.registry = registry
         self.judge = None
 
@@ -157,7 +157,7 @@ class V2Judging:
         j = self.judge
         label = "official" if j.official else f"judge: {j.name if self.name != 'official' else 'official'} ({j.model})"
         extra = {"prompts_sha256": self.official_prompts["sha256"]} if self.name == "official" else {}
-        sctx.write_json("judge.json", redact({"benchmark": "fdb-v2", "judge": self.name, "model": j.model,
+        sctx.write_json("judge.json", redact({"judge": self.name, "model": j.model,
                                               "official": bool(j.official), "label": label,
                                               "settings": {**j.settings, **extra}}), "judge")
 

@@ -24,8 +24,11 @@ EXAMINER_ENGINE = "cascade"
 
 def examiner(options: dict) -> dict:
     """The runner stage's `examiner` setting for the benchmark's options."""
-    return {"engine": EXAMINER_ENGINE, "args": {"preset": options["preset"]},
-            "duration_s": float(options["duration_s"])}
+    args = {"preset": options["preset"]}
+    if options.get("examiner_llm", "local") == "openai":
+        args.update(llm="openai", llm_url=options["examiner_llm_url"], llm_model=options["examiner_llm_model"],
+                    api_key_env=options["examiner_api_key_env"])
+    return {"engine": EXAMINER_ENGINE, "args": args, "duration_s": float(options["duration_s"])}
 
 
 def plan(p, options: dict) -> list:
@@ -46,7 +49,7 @@ def plan(p, options: dict) -> list:
 
 def judge_stage(p, judge: str):
     """The judge stage; for `official` the prompts file (judge arg `prompts`) is read here, refused
-    with one line when absent or malformed, and its sections and sha256 go into the stage's settings
+    with one line when absent or malformed, and its sections and sha256 go into the stage's judge_args (official_prompts)
     (so a changed file re-judges, and the stage needs no path), its key variable passed by name."""
     if judge != "official":
         return p.judge_stage(["dataset", "runner", "asr"])
@@ -60,9 +63,9 @@ def judge_stage(p, judge: str):
                               "v2/eval/eval_prompts.json (Full-Duplex-Bench; not shipped here)")
     prompts = official.load(path)
     saved = p.judge_args
-    p.judge_args = args
+    p.judge_args = {**args, "official_prompts": prompts}
     try:
-        spec = p.judge_stage(["dataset", "runner", "asr"], official_prompts=prompts)
+        spec = p.judge_stage(["dataset", "runner", "asr"])
     finally:
         p.judge_args = saved
     spec.network = True

@@ -144,8 +144,10 @@ def build_examiner(cfg: dict):
         return None
     if ex["engine"] not in EXAMINERS.names():
         known = ", ".join(EXAMINERS.names()) or "none"
-        raise DuplexEvalError(f"examiner {ex['engine']!r} is not installed here (installed: {known}); the "
-                              "examiners come with their runner packages (cascade: components/runners/cascade)")
+        raise DuplexEvalError(f"examiner {ex['engine']!r} is not installed in this runner's environment (installed: "
+                              f"{known}); the examiners come with their runner packages (cascade: components/runners/"
+                              "cascade), so in the docker runtime only the images of those packages carry one: run "
+                              "this model's live sessions in the local runtime")
     cls = EXAMINERS.load(ex["engine"])
     deps.require(f"examiner {ex['engine']!r}", examiner_requires(ex["engine"]))
     try:

@@ -61,7 +61,7 @@ def test_plan_official(tmp_path):
     stages = plan.plan(JudgePlanner("official", judge_args={"prompts": str(path)}), BENCHMARK.check_options({}))
     j = stages[3]
     assert "prompts" not in j.config["judge_args"] and j.keys == ("GEMINI_API_KEY",) and j.network
-    op = j.config["official_prompts"]
+    op = j.config["judge_args"]["official_prompts"]
     import hashlib
     assert op["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert op["sections"]["task"]["safety"] == "SAFE"
