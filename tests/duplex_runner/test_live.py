@@ -248,3 +248,40 @@ def test_without_scripted_lines_the_examiners_llm_opens_and_moves_on(tmp_path):
         assert [m["role"] for m in second[1:]] == ["assistant", "user"] and second[2]["content"] == "(no answer)"
     finally:
         srv.shutdown()
+
+
+def test_a_sessions_seed_is_the_stages_plus_live_jsons_for_the_examiner_and_the_record(tmp_path):
+    """live.json `seed` (an epoch's) is added to the stage's: runner.json records it and the
+    examiner's LLM requests carry it (with temperature, so an endpoint samples by it)."""
+    srv = chat_server.start(lambda body, n: chat_server.ok("Tell me more."))
+    try:
+        data = dataset(tmp_path / "in", {"0": script(12.0), "1": {**script(12.0), "seed": 1}})
+        out, samples = run_stage(tmp_path, "s", data, "fixed-latency", {"delay_s": 0.5},
+                                 {"llm": "openai", "llm_url": srv.base_url, "temperature": 0.7})
+        assert all(s["status"] == "ok" for s in samples.values()), samples
+        seeds = [read_json(out / "samples" / SUBSET / sid / "runner.json")["seed"] for sid in "01"]
+        assert seeds == [0, 1]
+        got = {(r["body"]["seed"], r["body"]["temperature"]) for r in srv.requests}
+        assert got == {(0, 0.7), (1, 0.7)}
+    finally:
+        srv.shutdown()
+
+
+def test_the_examiner_settings_table_in_docs_runners_md_is_the_code():
+    """docs/runners.md lists every setting of the cascade examiner with its default, and no other."""
+    import re
+    from pathlib import Path
+    from duplexeval_runner_cascade.examiner import SETTINGS
+    text = (Path(__file__).resolve().parents[2] / "docs" / "runners.md").read_text()
+    section = text[text.index("| `preset` | `slow` |"):]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `([a-z_]+)` \| ([^|]+) \|", line)
+        if not m:
+            break
+        rows[m.group(1)] = m.group(2).strip().strip("`")
+    defaults = SETTINGS.defaults()
+    assert set(rows) == set(defaults)
+    for name, value in defaults.items():
+        shown = ("true" if value else "false") if isinstance(value, bool) else "empty" if value == "" else str(value)
+        assert rows[name] == shown, (name, rows[name], value)

@@ -44,6 +44,9 @@ BENCHMARK = Benchmark(
         Option("preset", str, "slow", "the examiner's preset: slow (waits for the model and yields when it "
                "talks) or fast (keeps its own pace)", choices=("slow", "fast")),
         Option("duration_s", float, 45.0, "the session length in seconds (both channels)", low=5.0, high=600.0),
+        Option("epochs", int, 1, "each task run this many times, the k-th with seed k - 1 added to the run's "
+               "(the examiner's and the model's); the spread over epochs is reported beside the numbers",
+               low=1, high=20),
         Option("examiner_llm", str, "local", "the examiner's LLM: local (SmolLM2-135M, offline) or openai (any "
                "OpenAI-compatible chat endpoint: examiner_llm_url, examiner_llm_model, its key in "
                "examiner_api_key_env)", choices=("local", "openai")),
@@ -59,6 +62,7 @@ BENCHMARK = Benchmark(
         Headline(t, "unified", "overlap_rate", False),
     )),
     components=("tts-synth", "asr-aligner", "judge", "aggregator"),
+    dataset_options=("epochs",),
     hooks={
         "plan": ".plan:plan",
         "summary": ".plan:summary",

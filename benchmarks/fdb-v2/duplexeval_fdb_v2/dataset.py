@@ -5,7 +5,10 @@ synthesized: the examiner speaks during the live session (the runner core), so a
     samples/<kind>/<task id>/live.json     the session (live.py)
     samples/<kind>/<task id>/sample.json   schema "sample": no segments (nothing is spoken yet)
 
-and finalize writes manifest.json. `limit` keeps the first N tasks of each kind (in the file's
+and finalize writes manifest.json. With the dataset option `epochs` K > 1 each task is K samples:
+`<task id>` and `<task id>.e2` ... `<task id>.eK`, the k-th with `"seed": k - 1` in its live.json
+(the runner core adds it to the stage's seed, for the examiner and the model) and `task_id` and
+`epoch` in its sample.json (the scorer's spread over epochs). `limit` keeps the first N tasks of each kind (in the file's
 order), `subsets` only those kinds, `samples` only those keys, as every builder does
 (duplexeval_common.script_stage).
 
@@ -31,12 +34,13 @@ from duplexeval_common import script_stage
 from duplexeval_common.errors import DuplexEvalError, SampleError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.jsonio import read_json
-from duplexeval_common.samples import SAMPLES, Inputs, Sample
+from duplexeval_common.samples import Inputs, Sample
 from duplexeval_common.stage import SampleContext, StageContext
 
 from .live import DEFAULT_DURATION_S, check_live, live_json
 from .tasks import TASK_FILE, TASKS, LiveTask, load_tasks
 
+MAX_EPOCHS = 20
 IMPORT_MANIFEST = "manifest.json"            # an imported folder's (the orchestrator's importing.MANIFEST,
 IMPORT_FORMAT = "duplexeval-import/1"        # and importing.FORMAT)
 
@@ -52,8 +56,12 @@ class LiveDataset:
     def __init__(self, config: dict, synth):
         self.synth = synth
         self.cfg = synth.check_config(config)
-        if self.cfg["options"]:
-            raise DuplexEvalError(f"fdb-v2 dataset: takes no dataset options, got {', '.join(self.cfg['options'])}")
+        options = dict(self.cfg["options"] or {})
+        self.epochs = options.pop("epochs", 1)
+        if options:
+            raise DuplexEvalError(f"fdb-v2 dataset: unknown dataset options {', '.join(sorted(options))} (known: epochs)")
+        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or not 1 <= self.epochs <= MAX_EPOCHS:
+            raise DuplexEvalError(f"fdb-v2 dataset: epochs must be a whole number in [1, {MAX_EPOCHS}], got {self.epochs!r}")
         self.kinds: dict[str, _Kind] = {}
         self.samples: list[Sample] = []
         self.duration_s = DEFAULT_DURATION_S
@@ -69,19 +77,25 @@ class LiveDataset:
         self.kinds = script_stage.keep_subsets(self.kinds, self.cfg["subsets"])
         # script_stage names samples by index; ours are named by task id
         ordinal = script_stage.script_samples(self.kinds, self.cfg["limit"], None)
-        self.samples = [Sample(s.subset, self.kinds[s.subset].entries[int(s.id)].id, s.task) for s in ordinal]
+        self.samples = [Sample(s.subset, epoch_id(self.kinds[s.subset].entries[int(s.id)].id, k), s.task)
+                        for s in ordinal for k in range(1, self.epochs + 1)]
         if self.cfg["samples"] is not None:
             keys = set(self.cfg["samples"])
             script_stage.check_known(keys, {s.key for s in self.samples})
             self.samples = [s for s in self.samples if s.key in keys]
         return self.samples
 
-    def task(self, sample: Sample) -> LiveTask:
-        return next(t for t in self.kinds[sample.subset].entries if t.id == sample.id)
+    def task(self, sample: Sample) -> tuple[LiveTask, int]:
+        """The sample's task and epoch (1-based)."""
+        for t in self.kinds[sample.subset].entries:
+            for k in range(1, self.epochs + 1):
+                if epoch_id(t.id, k) == sample.id:
+                    return t, k
+        raise KeyError(sample.key)
 
     def process(self, ctx: SampleContext) -> None:
-        task, rate = self.task(ctx.sample), self.cfg["sample_rate"]
-        live = live_json(task, self.duration_s, rate)
+        (task, epoch), rate = self.task(ctx.sample), self.cfg["sample_rate"]
+        live = live_json(task, self.duration_s, rate, seed=epoch - 1)
         problems = check_live(live, "live.json")
         if problems:
             raise SampleError(ctx.id, problems[0])
@@ -89,21 +103,22 @@ class LiveDataset:
         ctx.write_json("sample.json", {
             "dataset": self.cfg["dataset"], "subset": ctx.sample.subset, "id": ctx.sample.id,
             "task": task.kind, "duration_s": live["duration_s"], "sample_rate": rate, "segments": [],
-            **({"source": task.source} if task.source else {})}, "sample")
+            **({"source": task.source} if task.source else {}),
+            **({"task_id": task.id, "epoch": epoch} if self.epochs > 1 else {})}, "sample")
 
     def finalize(self, sctx: StageContext) -> None:
         rows = []
-        for s in self.samples:
-            status = sctx.statuses.get(s.key, {})
-            if status.get("status") != "ok":
-                rows.append(script_stage.failed_row(s, s.task, status, "not built"))
-                continue
-            folder = sctx.output / SAMPLES / s.subset / s.id
+        for s, folder in script_stage.each_built(self.samples, sctx, rows):
             rows.append({"subset": s.subset, "id": s.id, "task": s.task,
                          "duration_s": float(read_json(folder / "sample.json")["duration_s"]),
                          "files": self.synth.sample_files(folder)})
         sctx.write_json("manifest.json", {"dataset": self.cfg["dataset"], "version": self.sha256[:16],
                                           "samples": rows}, "manifest")
+
+
+def epoch_id(task_id: str, epoch: int) -> str:
+    """The sample id of a task's epoch: the task's id for the first, `<id>.e<k>` for the k-th."""
+    return task_id if epoch == 1 else f"{task_id}.e{epoch}"
 
 
 def check_import(folder: Path) -> None:

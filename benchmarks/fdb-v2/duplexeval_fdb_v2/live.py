@@ -1,7 +1,7 @@
 """live.json: what the runner core's live stage reads to run one session (the contract with
 the runner core, `duplexeval-live/1`).
 
-    {"format": "duplexeval-live/1", "duration_s": 45.0, "sample_rate": 16000,
+    {"format": "duplexeval-live/1", "duration_s": 45.0, "sample_rate": 16000, ("seed": k,)
      "examiner": {"system_prompt", "opening", "goals": [{"id", "goal", "say"}, ...],
                   "end_phrase", "turn_limit"}}
 
@@ -18,8 +18,10 @@ FORMAT = "duplexeval-live/1"
 DEFAULT_DURATION_S = 45.0
 
 
-def live_json(task: LiveTask, duration_s: float, sample_rate: int) -> dict:
-    """The session of one task: its length, the recorded channels' rate and the examiner's script."""
+def live_json(task: LiveTask, duration_s: float, sample_rate: int, seed: int = 0) -> dict:
+    """The session of one task: its length, the recorded channels' rate and the examiner's script;
+    `seed` (an epoch's: the runner core adds it to the stage's seed, for the examiner and the model)
+    is written only when not 0, so one epoch's live.json is what it was before epochs."""
     examiner = {"system_prompt": task.system_prompt}
     if task.opening is not None:
         examiner["opening"] = task.opening
@@ -27,7 +29,7 @@ def live_json(task: LiveTask, duration_s: float, sample_rate: int) -> dict:
                          for g in task.goals]
     examiner.update(end_phrase=task.end_phrase, turn_limit=task.turn_limit)
     return {"format": FORMAT, "duration_s": float(duration_s), "sample_rate": int(sample_rate),
-            "examiner": examiner}
+            **({"seed": int(seed)} if seed else {}), "examiner": examiner}
 
 
 def check_live(obj, where: str) -> list[str]:
@@ -63,7 +65,10 @@ def check_live(obj, where: str) -> list[str]:
     elif isinstance(goals, list) and len(goals) > tl - 1:
         problems.append(f"{where}: examiner.turn_limit {tl} leaves no turn for the end phrase after "
                         f"{len(goals)} goals")
-    extra = sorted(set(obj) - {"format", "duration_s", "sample_rate", "examiner"})
+    seed = obj.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        problems.append(f"{where}: seed must be a whole number >= 0")
+    extra = sorted(set(obj) - {"format", "duration_s", "sample_rate", "seed", "examiner"})
     if extra:
         problems.append(f"{where}: unknown field {', '.join(extra)}")
     return problems

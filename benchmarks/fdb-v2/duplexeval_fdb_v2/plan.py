@@ -39,7 +39,9 @@ def plan(p, options: dict) -> list:
         p.refuse("asr_args", "--asr-arg: fdb-v2 transcribes only for a judge (--judge local-llm, openai or official)")
         p.refuse("judge_args", "--judge-arg: fdb-v2 has no judge stage with --judge none (its numbers are measured)")
     aggregate = {"response_window_s": float(options["response_window_s"])}
-    stages = [p.dataset_stage(), p.runner_stage(["dataset"], examiner=examiner(options))]
+    epochs = int(options.get("epochs", 1))
+    stages = [p.dataset_stage(options={"epochs": epochs} if epochs > 1 else None),  # 1: the key as before
+              p.runner_stage(["dataset"], examiner=examiner(options))]
     if judge == "none":
         return stages + [p.stage("aggregate", "aggregator", aggregate, ["dataset", "runner"])]
     stages.append(p.asr_stage("asr", ["dataset", "runner"]))

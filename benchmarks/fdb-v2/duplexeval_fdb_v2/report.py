@@ -1,10 +1,24 @@
 """The HTML report (the orchestrator builds it): an index with the run, each task's numbers and the
-session list, and one page per session: both channels' timeline with the examiner's turns (bands
-labelled with their text) and the model's speech (the scorer's VAD intervals, and what the
-examiner heard it say), both channels' players (input.wav: the examiner, output.wav: the model),
-then the examiner's turns as a table. A file that is missing or cannot be read is said so on the
-page (and, for the run's own files, under "Problems reading the run" on the index); the rest is
-shown as usual. Built from the shared pieces of duplexeval_common.html."""
+session list, and one page per session: both channels' timeline, both channels' players
+(input.wav: the examiner, output.wav: the model), then the examiner's turns as a table.
+
+The timeline's text depends on the run's stages:
+- without an asr stage: the examiner's turns (bands labelled with their text) and what the
+  examiner heard the model say (examiner.json's turns and model_turns);
+- with one: the ASR transcript of both channels (the asr stage's input.json: the examiner, and
+  output.json: the model), the examiner's as bands of its segments (words split where a gap
+  exceeds judge.GAP_S, as the judge segments them) and the model's as words, both also as text
+  lanes under the image, aligned with its axis, and as a table with times.
+With a judge stage, each session's judgement.json: the judge's per-segment scores ([start, end],
+fluency, instruction following) as bands on the model's lane, a lane under the image and a table,
+the session's task score, and a note when the judgement did not parse; the index adds the judged
+column per task (metrics.json `judged`: score/judged.py) with its 15 s bins, labelled as judge.json
+labels it (official only for upstream's prompts with gemini-2.5-pro).
+
+The scorer's VAD intervals of the model's speech are drawn either way. A file that is missing or
+cannot be read is said so on the page (and, for the run's own files, under "Problems reading the
+run" on the index); the rest is shown as usual. Built from the shared pieces of
+duplexeval_common.html."""
 
 from __future__ import annotations
 
@@ -12,9 +26,12 @@ import json
 from pathlib import Path
 
 from duplexeval_common.html import run as common, timeline
-from duplexeval_common.html.page import escape, fmt, page, table
+from duplexeval_common.html.page import Raw, escape, fmt, page, table
+from duplexeval_common.ipus import segments_from_words
 from duplexeval_common.secrets import scrub
 
+from .judge import GAP_S
+from .score.judged import BINS
 from .score.pool import UNIFIED
 
 SESSION_ROWS = ("response_rate", "response_latency_s", "overlap_rate", "model_talk_over", "examiner_talk_over",
@@ -73,6 +90,160 @@ def _timed(items) -> list[dict]:
             if isinstance(t, dict) and _num(t.get("start_s")) and _num(t.get("end_s"))]
 
 
+def _json_file(path: Path | None):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+# ---- the asr stage's transcripts ----
+
+CHANNELS = (("examiner", "input.json"), ("model", "output.json"))
+
+
+def asr_words(data, key: str, name: str, notes: list[str]) -> list[dict] | None:
+    """The words of one channel's ASR output (input.json / output.json: upstream's `chunks` of
+    text and [start, end]) as {start, end, text}; None (and a note) when missing or malformed."""
+    path = data.find(key, name)
+    if path is None:
+        notes.append(f"no {name}: the asr stage has no transcript of this channel")
+        return None
+    doc = _json_file(path)
+    chunks = doc.get("chunks") if isinstance(doc, dict) else None
+    if not isinstance(chunks, list):
+        notes.append(f"{name} (ASR words) is not in the expected form; its transcript is not shown")
+        return None
+    out = []
+    for c in chunks:
+        ts = c.get("timestamp") if isinstance(c, dict) else None
+        if not (isinstance(ts, list) and len(ts) == 2 and _num(ts[0]) and (ts[1] is None or _num(ts[1]))):
+            notes.append(f"{name} (ASR words) is not in the expected form; its transcript is not shown")
+            return None
+        text = str(c.get("text", "")).strip()
+        if text:
+            out.append({"start": float(ts[0]), "end": float(ts[0] if ts[1] is None else ts[1]), "text": text})
+    return out
+
+
+def transcripts(data, key: str, notes: list[str]) -> dict[str, list[dict]] | None:
+    """{"examiner": segments, "model": segments} of the asr stage (each {start, end, text, words});
+    None when the run has no asr stage; a channel that cannot be read has no segments."""
+    if "asr" not in data.stage_dirs:
+        return None
+    out = {}
+    for who, name in CHANNELS:
+        words = asr_words(data, key, name, notes)
+        out[who] = segments_from_words(words, GAP_S) if words else []
+    return out
+
+
+# ---- the judge stage ----
+
+def judge_label(data) -> str | None:
+    """The judged column's label (judge.json's, as judge.py writes it), None without a judge stage."""
+    d = data.stage_dirs.get("judge")
+    if d is None:
+        return None
+    doc = _json_file(Path(d) / "judge.json") if (Path(d) / "judge.json").is_file() else None
+    if not isinstance(doc, dict):
+        data.problems.append("judge.json: not readable (the judged column is not labelled)")
+        return "judged (label unknown)"
+    label = str(doc.get("label") or f"judge: {doc.get('judge')} ({doc.get('model')})")
+    if doc.get("official"):
+        return f"{label}: upstream's prompts with {doc.get('model')}"
+    return f"{label}, duplexeval's prompts (not official)"
+
+
+def judgement(data, key: str, r: dict, notes: list[str]) -> dict | None:
+    """The session's judgement.json (judge.py), else what samples.jsonl kept of it; None without a
+    judge stage."""
+    if "judge" not in data.stage_dirs:
+        return None
+    path = data.find(key, "judgement.json")
+    doc = _json_file(path) if path is not None else None
+    if isinstance(doc, dict):
+        return doc
+    notes.append("judgement.json is not a JSON object; the judge's scores are not shown" if path is not None
+                 else "no judgement.json: the judge did not judge this session")
+    return r.get("judgement") if isinstance(r.get("judgement"), dict) else {}
+
+
+def events(j: dict) -> list[tuple[float, float, object, object, str]]:
+    """(start, end, fluency, instruction following, the segment's text or '') of each judged segment."""
+    texts = {(round(x["start"], 3), round(x["end"], 3)): str(x.get("text", ""))
+             for x in j.get("segments") or [] if isinstance(x, dict) and _num(x.get("start")) and _num(x.get("end"))}
+    out = []
+    for ev in j.get("events") or []:
+        if not (isinstance(ev, list) and len(ev) >= 3 and isinstance(ev[0], list) and len(ev[0]) >= 2
+                and _num(ev[0][0]) and _num(ev[0][1])):
+            continue
+        a, b = float(ev[0][0]), float(ev[0][1])
+        out.append((a, b, ev[1], ev[2], texts.get((round(a, 3), round(b, 3)), "")))
+    return out
+
+
+def _score(x) -> str:
+    return fmt(x, 2) if _num(x) else "-"
+
+
+def lanes(duration: float, rows: list[tuple[str, list[tuple[float, float, str]]]]) -> Raw:
+    """Text lanes under the timeline image, on its x axis: one row per (label, [(start, end, text)]),
+    each item placed at its times (its whole text in its tooltip); the judge's row is drawn in the
+    model's colour."""
+    g = timeline.geometry(0.0, max(duration, 1e-3))
+    span = (g["x1"] - g["x0"]) / (g["t1"] - g["t0"])
+    out = ['<div class="lanes">']
+    for label, items in rows:
+        out.append(f'<div class="lane" data-lane="{escape(label)}"><span class="lane-label" style="width:{100 * g["x0"]:.3f}%">'
+                   f'{escape(label)}</span>')
+        for a, b, text in items:
+            lo, hi = max(a, 0.0), min(b, duration)
+            if hi < lo:
+                continue
+            cls = "seg judged" if label.startswith("judge") else "seg"
+            out.append(f'<span class="{cls}" style="left:{100 * (g["x0"] + lo * span):.3f}%;'
+                       f'width:{100 * max(hi - lo, 0.05) * span:.3f}%" title="{escape(f"{a:.2f}-{b:.2f} s: {text}")}">'
+                       f'{escape(text)}</span>')
+        out.append("</div>")
+    return Raw("\n".join(out + ["</div>"]))
+
+
+LANES_CSS = """<style>
+.lanes{width:1200px;max-width:100%;font-size:.72rem;margin:0 0 .8rem}
+.lane{position:relative;height:1.35rem;border-bottom:1px dotted #d6d9e0}
+.lane-label{position:absolute;left:0;top:0;color:#556;white-space:nowrap;overflow:hidden}
+.lane .seg{position:absolute;top:.1rem;height:1.1rem;overflow:hidden;white-space:nowrap;background:#eef1f8;
+ border-left:2px solid #729fcf;padding-left:2px;box-sizing:border-box}
+.lane .seg.judged{background:#fdf0e1;border-left-color:#f57900}
+</style>"""
+
+
+def _judged_summary(j: dict | None, label: str | None, task: str) -> list[tuple]:
+    if j is None:
+        return []
+    ev = events(j)
+    return [("judge", label or "-"), ("judgement", str(j.get("status") or "-")),
+            ("task score", _score(j.get("task_score")) if _num(j.get("task_score"))
+             else ("- (no task score for daily)" if task == "daily" else "-")),
+            ("judged segments", str(len(ev)))]
+
+
+def _unparsed_note(j: dict) -> list[str]:
+    """The visible note of a judgement that did not parse, with the replies that did not (F, I:
+    fluency and instruction following, in the timeline and its judge lane)."""
+    if j.get("status") != "unparsed":
+        return []
+    bad = [q for q in j.get("requests") or [] if isinstance(q, dict) and q.get("status") != "ok"]
+    out = [f'<p class="note unparsed">The judge&#39;s reply did not parse (judgement {escape(j.get("status"))}): '
+           "this session counts among the task&#39;s unparsed judgements and none of its scores is averaged.</p>"]
+    if bad:
+        out.append(table(["prompt", "status", "reply (as the judge gave it)"],
+                         [(str((q.get("prompt") or {}).get("id", "-")), str(q.get("status")),
+                           scrub(str(q.get("raw") or ""))[:400]) for q in bad], left=3, cls="unparsed-replies"))
+    return out
+
+
 def sample_page(data, s, r: dict) -> str:
     notes: list[str] = []
     paths = {"user": data.find(s.key, "input.wav"), "model": data.find(s.key, "output.wav")}
@@ -86,6 +257,10 @@ def sample_page(data, s, r: dict) -> str:
     model = model if isinstance(model, tuple) else None
     ex = _examiner(data, s.key, notes)
     turns = _timed(ex.get("turns"))
+    asr = transcripts(data, s.key, notes)
+    label = judge_label(data)
+    j = judgement(data, s.key, r, notes)
+    judged = events(j) if j else []
     ended = ex.get("ended") if isinstance(ex.get("ended"), dict) else {}
     outcome = "scored" if r.get("eligible") else "not scored"
     body = [f"<nav>{common.back_link(data)}</nav>", f"<h1>{escape(s.key)}</h1>"]
@@ -98,20 +273,36 @@ def sample_page(data, s, r: dict) -> str:
         summary += [("examiner preset", str(ex.get("preset", "-"))),
                     ("examiner ended", f"{ended.get('reason', '-')} at {fmt(ended.get('t'), 2)} s"),
                     ("goals reached", ", ".join(map(str, ex.get("goals_reached") or [])) or "none")]
+    summary += _judged_summary(j, label, s.task or r.get("task") or "")
     body.append(table(["session", ""], summary, left=2, cls="session"))
     body += [f'<p class="note">{escape(scrub(n))}</p>' for n in notes]
+    body += _unparsed_note(j) if j else []
     signal = user or model
     if signal is not None:
-        spans = [(f"examiner turn {t.get('index')}: {t.get('text', '')}", t["start_s"], t["end_s"], "user")
-                 for t in turns]
-        heard = [(m.get("text") or "", m["start_s"], m["end_s"]) for m in _timed(ex.get("model_turns"))]
+        if asr is None:   # the examiner's own record
+            spans = [(f"examiner turn {t.get('index')}: {t.get('text', '')}", t["start_s"], t["end_s"], "user")
+                     for t in turns]
+            heard = [(m.get("text") or "", m["start_s"], m["end_s"]) for m in _timed(ex.get("model_turns"))]
+        else:             # the asr stage's transcripts of both channels
+            spans = [(f"ASR: {x['text']}", x["start"], x["end"], "user") for x in asr["examiner"]]
+            heard = [(w["text"], w["start"], w["end"]) for x in asr["model"] for w in x["words"]]
+        spans += [(f"judged {i}: F {_score(f)}, I {_score(k)}", a, b, "model")
+                  for i, (a, b, f, k, _) in enumerate(judged)]
         speech = [tuple(x) for x in r.get("model_speech") or [] if isinstance(x, list) and len(x) == 2]
-        tl = timeline.Timeline(duration=signal[0].shape[0] / signal[2], user=(user[0], user[2]) if user else None,
+        duration = signal[0].shape[0] / signal[2]
+        tl = timeline.Timeline(duration=duration, user=(user[0], user[2]) if user else None,
                                model=(model[0], model[2]) if model else None,
                                model_note="" if model else "no output.wav",
                                words=heard, vad=speech, vad_label="model speech (VAD)", spans=spans,
                                markers=[("E", t["end_s"]) for t in turns])
         body.append(timeline.viewer(tl))
+        rows = []
+        if asr is not None:
+            rows += [(f"{who} (ASR)", [(x["start"], x["end"], x["text"]) for x in asr[who]]) for who in ("examiner", "model")]
+        if j is not None:
+            rows.append(("judge (F / I)", [(a, b, f"F {_score(f)} / I {_score(k)}") for a, b, f, k, _ in judged]))
+        if rows:
+            body.append(LANES_CSS + lanes(duration, rows))
     if user is not None:
         body.append(common.player(data, s, paths["user"], user, "audio-user", "examiner (input.wav)"))
     if model is not None:
@@ -122,6 +313,18 @@ def sample_page(data, s, r: dict) -> str:
             [(str(t.get("index")), str(t.get("kind")), str(t.get("goal") or "-"), fmt(t.get("start_s"), 2),
               fmt(t.get("end_s"), 2), str(t.get("yielded")), str(t.get("answered")), str(t.get("text", "")),
               str(t.get("reply_text") or "-")) for t in turns], left=3, cls="examiner-turns")]
+    if asr is not None:
+        conv = sorted([(x["start"], x["end"], who, x["text"]) for who in ("examiner", "model") for x in asr[who]],
+                      key=lambda x: (x[0], x[2]))
+        body += ["<h2>Transcripts (ASR, both channels)</h2>", table(
+            ["start", "end", "channel", "text"], [(fmt(a, 2), fmt(b, 2), who, text) for a, b, who, text in conv],
+            left=4, cls="transcripts") if conv else "<p>The asr stage heard no words on either channel.</p>"]
+    if j is not None:
+        body += [f"<h2>Judged segments ({escape(label)})</h2>", table(
+            ["#", "start", "end", "fluency", "instruction following", "model's words"],
+            [(str(i), fmt(a, 2), fmt(b, 2), _score(f), _score(k), text) for i, (a, b, f, k, text) in enumerate(judged)],
+            left=6, cls="judged-segments") if judged else "<p>No judged segments (the model said nothing the "
+                                                          "judge was asked about).</p>"]
     return page(f"{s.key}: {outcome}", common.EXTRA_CSS + "\n".join(body), script=timeline.TIMELINE_JS)
 
 
@@ -135,6 +338,52 @@ def _metric_row(data, name: str, s) -> tuple:
         return (name, "-", "-", "-", "-", "-", "-", "-")
 
 
+JUDGED = ("fluency", "instruction_following", "task_score")
+
+
+def _judged_rows(data, subsets: dict) -> tuple[list[tuple], list[tuple]]:
+    """The index's judged column per task (metrics.json `judged`, score/judged.py): (the scores'
+    rows, the 15 s bins' rows); the tasks without one are left out."""
+    rows, bins = [], []
+    for name, s in sorted(subsets.items()):
+        j = s.get("judged") if isinstance(s, dict) else None
+        if j is None:
+            continue
+        try:
+            rows.append((name, s["task"], f"{j['parsed']}/{j['sessions']}", str(j["unparsed"]), str(j["events"]),
+                         *(fmt(j[k]["value"], 3) for k in JUDGED),
+                         *(f"[{fmt(j[k]['interval'][0], 3)}, {fmt(j[k]['interval'][1], 3)}]"
+                           if j[k].get("interval") else "-" for k in JUDGED)))
+            got = {tuple(b["bin"]): b for b in j["bins"]}
+            for what, nd in (("fluency", 3), ("instruction_following", 3), ("seconds", 2)):
+                bins.append((name, what, *(fmt((got.get(b) or {}).get(what), nd) for b in BINS)))
+        except (TypeError, KeyError, AttributeError, IndexError):
+            data.problems.append(f"{name}: metrics.json judged entry not readable")
+            rows.append((name, "-", *["-"] * 9))
+    return rows, bins
+
+
+def judged_section(data, subsets: dict) -> list[str]:
+    """The index's judged column (heading, label, scores and bins), [] without a judge stage."""
+    label = judge_label(data)
+    if label is None:
+        return []
+    rows, bins = _judged_rows(data, subsets)
+    if not rows:
+        return ["<h2>Judged</h2>", f"<p>{escape(label)}: no judged numbers (the aggregate stage did not "
+                                   "complete).</p>"]
+    return [f"<h2>Judged ({escape(label)})</h2>",
+            "<p>Per task: the judge's per-segment scores averaged over the segments of its parsed sessions "
+            "(fluency, instruction following) and its task scores over the sessions with one (95% bootstrap "
+            "intervals over sessions); an unparsed session is counted, never averaged.</p>",
+            table(["subset", "task", "parsed", "unparsed", "segments", *JUDGED, *(f"{k} 95% CI" for k in JUDGED)],
+                  rows, left=2, cls="fdb-v2-judged"),
+            "<h3>By 15 s bin</h3><p>Each segment's scores weighted by its overlap with the bin; seconds: the "
+            "judged seconds in the bin.</p>",
+            table(["subset", "score", *(f"{lo:g}-{hi:g} s" for lo, hi in BINS)], bins, left=2,
+                  cls="fdb-v2-judged-bins")]
+
+
 def build(store, record: dict, out: Path) -> int:
     data = common.load(store, record)
     m = data.metrics if isinstance(data.metrics, dict) else {}
@@ -142,19 +391,25 @@ def build(store, record: dict, out: Path) -> int:
     rows = _rows(data)
     samples = common.sample_keys(data, set(rows))
     metric_rows = [_metric_row(data, name, s) for name, s in sorted(subsets.items())]
-    listing = [{"outcome": "scored" if (rows.get(s.key) or {}).get("eligible") else "not scored",
-                "cells": [common.sample_link(data, s, s.key),
-                          fmt((rows.get(s.key) or {}).get("response_rate"), 3),
-                          fmt((rows.get(s.key) or {}).get("response_latency_s"), 3),
-                          fmt((rows.get(s.key) or {}).get("overlap_rate"), 3)]} for s in samples]
+    judged = "judge" in data.stage_dirs
+    listing = []
+    for s in samples:
+        r = rows.get(s.key) or {}
+        cells = [common.sample_link(data, s, s.key), fmt(r.get("response_rate"), 3),
+                 fmt(r.get("response_latency_s"), 3), fmt(r.get("overlap_rate"), 3)]
+        if judged:
+            j = r.get("judgement") if isinstance(r.get("judgement"), dict) else {}
+            cells += [str(j.get("status") or "-"), _score(j.get("task_score"))]
+        listing.append({"outcome": "scored" if r.get("eligible") else "not scored", "cells": cells})
     n = common.write_pages(data, out, samples, lambda s: sample_page(data, s, rows.get(s.key) or {}))
     metrics_html = (table(["subset", "task", "scored", "response_rate", "response_latency_s", "overlap_rate",
                            "examiner talked over", "examiner ended early"], metric_rows, left=2, cls="fdb-v2-metrics")
                     if metric_rows else "<p>No metrics: the aggregate stage did not complete.</p>")
     body = [f"<h1>fdb-v2 (not official): {escape(record.get('model'))} on {escape(record.get('dataset'))}</h1>",
             common.EXTRA_CSS, "<h2>Run</h2>", common.run_table(data), "<h2>Metrics</h2>", metrics_html,
-            "<h2>Missing</h2>", common.missing_section(data),
-            "<h2>Sessions</h2>", common.sample_list(listing, ["session", "response rate", "latency (s)", "overlap"],
+            *judged_section(data, subsets), "<h2>Missing</h2>", common.missing_section(data),
+            "<h2>Sessions</h2>", common.sample_list(listing, ["session", "response rate", "latency (s)", "overlap",
+                                                              *(("judgement", "task score") if judged else ())],
                                                     left=1, cls="samples fdb-v2-samples")]
     if data.problems:
         body += ["<h2>Problems reading the run</h2>",

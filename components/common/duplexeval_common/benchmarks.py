@@ -204,6 +204,9 @@ class Benchmark:
     judge_notes: Mapping[str, str] = field(default_factory=dict)  # judge -> a line printed with its numbers
     doc: str = "README.md"                        # its doc page, in the benchmark's folder
     default: bool = False                         # the benchmark `duplexeval eval` runs when none is named
+    # The dataset options its `dataset` hook reads itself (p.dataset_stage(options=...)): the dataset
+    # stage hands them to the builder, where options of no such name need a `variants` hook.
+    dataset_options: tuple[str, ...] = ()
 
     # -- lookups -----------------------------------------------------------------------------
 

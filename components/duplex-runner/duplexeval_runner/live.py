@@ -4,7 +4,10 @@ model (a Full-Duplex-Bench v2-style conversation; the benchmark package says wha
 A live sample has `live.json` instead of `input.wav`:
 
     {"format": "duplexeval-live/1", "duration_s": 45.0, "sample_rate": 16000,
-     "examiner": {...the examiner's script: the engine reads it...}}
+     "seed": 0, "examiner": {...the examiner's script: the engine reads it...}}
+
+`seed` (optional, default 0; an epoch's) is added to the stage's seed: the session's seed, set for
+an in-process model as the stage's is for a fixed input, and handed to the examiner (LiveInfo.seed).
 
 The core drives both sides on the runner's own clock (clocks.py): before input frame k goes to the
 model, the examiner is handed the model audio played since the last frame, up to the start of frame
@@ -47,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval_common.errors import DuplexEvalError
+from duplexeval_common.settings import SHOW_CHARS
 from duplexeval_common.wavio import fit_length, resample
 
 from .clocks import RunnerFailed, check_audio, drive_step, drive_stream, frame_samples, n_out
@@ -73,18 +77,27 @@ class LiveInfo:
     seed: int | None = None
 
 
+def show(value: Any) -> str:
+    """A value as a message may quote it: its repr, at most SHOW_CHARS (a live.json may hold anything)."""
+    text = repr(value)
+    return text if len(text) <= SHOW_CHARS else text[:SHOW_CHARS - 3] + "..."
+
+
 def check_script(doc: Any, what: str) -> dict:
     """live.json, checked: one line naming the sample and the problem."""
     if not isinstance(doc, dict):
         raise DuplexEvalError(f"{what}: live.json must be an object")
     if doc.get("format") != FORMAT:
-        raise DuplexEvalError(f"{what}: live.json format must be {FORMAT!r}, got {doc.get('format')!r}")
+        raise DuplexEvalError(f"{what}: live.json format must be {FORMAT!r}, got {show(doc.get('format'))}")
     d = doc.get("duration_s")
     if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d <= MAX_DURATION_S:
-        raise DuplexEvalError(f"{what}: live.json duration_s must be a number in (0, {MAX_DURATION_S:g}], got {d!r}")
+        raise DuplexEvalError(f"{what}: live.json duration_s must be a number in (0, {MAX_DURATION_S:g}], got {show(d)}")
     sr = doc.get("sample_rate")
     if isinstance(sr, bool) or not isinstance(sr, int) or not 8000 <= sr <= 192000:
-        raise DuplexEvalError(f"{what}: live.json sample_rate must be an integer in [8000, 192000], got {sr!r}")
+        raise DuplexEvalError(f"{what}: live.json sample_rate must be an integer in [8000, 192000], got {show(sr)}")
+    seed = doc.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise DuplexEvalError(f"{what}: live.json seed must be a whole number in [0, 2^31), got {seed!r}")
     if not isinstance(doc.get("examiner"), dict):
         raise DuplexEvalError(f"{what}: live.json examiner must be an object (the examiner's script)")
     return doc

@@ -203,9 +203,9 @@ def run_sample(ctx: SampleContext, runner, cfg: dict, examiner=None) -> None:
             run_session(ctx, runner, cfg, s["prefix"], s["name"])
 
 
-def prepare(runner, cfg: dict, examiner=None) -> bool:
-    """Models loaded (once), the seed set where sessions do not run side by side; whether the
-    runner is on the realtime clock."""
+def prepare(runner, cfg: dict, examiner=None, seed: int | None | str = "stage") -> bool:
+    """Models loaded (once), the seed (the stage's, or `seed`) set where sessions do not run side by
+    side; whether the runner is on the realtime clock."""
     realtime = kind_of(runner) == "stream" and runner.clock == "realtime"
     with _SETUP:
         runner.setup()
@@ -214,7 +214,7 @@ def prepare(runner, cfg: dict, examiner=None) -> bool:
         if realtime:
             prepare_for_realtime()
     if kind_of(runner) != "stream":  # sessions running side by side share no global seed
-        seed_everything(cfg["seed"])
+        seed_everything(cfg["seed"] if seed == "stage" else seed)
     return realtime
 
 
@@ -308,14 +308,17 @@ def run_live_session(ctx: SampleContext, runner, examiner, cfg: dict) -> None:
     script = live.check_script(ctx.read_json("live.json"), ctx.id)
     if cfg["examiner"]["duration_s"] is not None:  # the harness's session length replaces the task's
         script = {**script, "duration_s": float(cfg["examiner"]["duration_s"])}
-    realtime = prepare(runner, cfg, examiner)
+    # the session's seed: the stage's plus live.json's (an epoch's), for the model and the examiner
+    seed = None if cfg["seed"] is None else cfg["seed"] + int(script.get("seed", 0))
+    realtime = prepare(runner, cfg, examiner, seed)
     deterministic = bool(getattr(runner, "deterministic", False)) and bool(getattr(examiner, "deterministic", False))
     (user, out, _session, exam), log = with_retries(
-        lambda log: live.render_live(runner, examiner, script, log, key=ctx.sample.key, seed=cfg["seed"],
+        lambda log: live.render_live(runner, examiner, script, log, key=ctx.sample.key, seed=seed,
                                      task=ctx.sample.task),
         realtime, deterministic, cfg, ctx.id)
     sr = int(script["sample_rate"])
     record = session_record(ctx, runner, cfg, log, sr, len(user) / sr, deterministic, ctx.id)
+    record["seed"] = seed
     record["live"] = {"examiner": examiner.name, "settings": examiner.settings(),
                       "models": {k: v for k, v in examiner.models().items() if v is not None},
                       "script_sha256": sha256_file(ctx.input_path("live.json"))}

@@ -55,3 +55,26 @@ def pool(rows: list[dict]) -> tuple[dict, dict]:
     examiner["ended_reasons"] = dict(sorted(reasons.items()))
     examiner["llm_lines"] = sum(r["llm_lines"] for r in rows)
     return unified, examiner
+
+
+SPREAD = ("response_rate", "response_latency_s", "overlap_rate")
+
+
+def epochs(rows: list[dict]) -> dict | None:
+    """The spread over epochs (the benchmark's `epochs`: each task run K times with seeds 0..K-1) of
+    a task's headline numbers: each epoch's sessions pooled alone, then per metric the values by
+    epoch, their range and population standard deviation. None with one epoch."""
+    ks = sorted({r.get("epoch", 1) for r in rows})
+    if len(ks) < 2:
+        return None
+    out = {"k": len(ks), "epochs": ks, "metrics": {}}
+    for m, num, den, what in UNIFIED:
+        if m not in SPREAD:
+            continue
+        values = [ratio([r for r in rows if r.get("epoch", 1) == k], num, den, None, what)["value"] for k in ks]
+        got = [v for v in values if v is not None]
+        mean = sum(got) / len(got) if got else None
+        sd = (sum((v - mean) ** 2 for v in got) / len(got)) ** 0.5 if got else None
+        out["metrics"][m] = {"by_epoch": values, "min": min(got) if got else None, "max": max(got) if got else None,
+                             "sd": sd}
+    return out

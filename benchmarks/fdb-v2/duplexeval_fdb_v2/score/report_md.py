@@ -28,6 +28,12 @@ def render(metrics: dict) -> str:
             out.append("  " + _line(k, s["unified"][k]))
         for k in ("talked_over_model", "yielded", "ended_early"):
             out.append("  " + _line(f"examiner {k}", s["examiner"][k]))
+        e = s.get("epochs")
+        if e:
+            out.append(f"  over {e['k']} epochs (seeds 0..{e['k'] - 1}): by epoch, range, sd")
+            for k, m in sorted(e["metrics"].items()):
+                vals = " ".join(_f(v) for v in m["by_epoch"])
+                out.append(f"  {'epochs ' + k:<28} {vals}  [{_f(m['min'])}, {_f(m['max'])}]  sd {_f(m['sd'])}")
         j = s.get("judged")
         if j:
             out.append(f"  judged: {j['parsed']}/{j['sessions']} sessions parsed ({j['unparsed']} unparsed), "

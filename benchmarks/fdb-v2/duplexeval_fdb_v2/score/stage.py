@@ -92,6 +92,8 @@ def score_sessions(sessions: list[dict], window_s: float, cache: Path | None = N
             continue
         row = {"sample_id": s["key"], "subset": s["subset"], "task": s["task"], "eligible": True,
                "model_speech": [list(x) for x in speech[g["output"]]], **m}
+        if g["live"].get("seed"):  # an epoch after the first (the dataset's `epochs`)
+            row["epoch"] = int(g["live"]["seed"]) + 1
         if s.get("judged"):
             j = g["judgement"] if isinstance(g["judgement"], dict) else {"status": "missing"}
             row["judgement"] = {k: j.get(k) for k in ("status", "events", "task_score", "judge", "model", "official")}
@@ -114,6 +116,9 @@ def metrics_of(rows: list[dict], missing: dict, window_s: float, vad: dict) -> d
                          "share": len(scored) / len(mine),
                          "reasons": {r["sample_id"]: r["reason"] for r in mine if not r["eligible"]}},
             "unified": unified, "examiner": examiner}
+        spread = pool.epochs(scored)
+        if spread is not None:
+            subsets[subset]["epochs"] = spread
         if any("judgement" in r for r in scored):
             subsets[subset]["judged"] = judged.pool([r["judgement"] for r in scored if "judgement" in r])
     return {"benchmark": "fdb-v2", "definitions": DEFINITIONS, "official": False, "note": NOTE,

@@ -100,3 +100,21 @@ def test_fast_preset_changes_only_the_runner_and_aggregate_keys(eval_home, silen
     assert runner["config"]["examiner"]["args"] == {"preset": "fast"}
     exam = read_json(fast.stages["runner"] / "samples" / "daily" / "daily-01" / "examiner.json")
     assert exam["preset"] == "fast"
+
+
+def test_epochs_run_each_task_k_times_with_their_seeds_and_report_the_spread(eval_home):
+    """epochs=2: two sessions per task (`<id>` and `<id>.e2`, live.json seed 0 and 1, runner.json
+    seed 0 and 1); the fixed-latency control is deterministic and takes no seed, so both epochs
+    give the same numbers and the spread is 0."""
+    got = evaluate(eval_home, "fixed-latency", "--subset", "daily", "--benchmark-arg", "epochs=2")
+    daily = got.metrics["subsets"]["daily"]
+    assert daily["coverage"]["sessions"] == 2
+    keys = sorted(got.rows)
+    assert len(keys) == 2 and keys[1] == keys[0] + ".e2"
+    seeds = [read_json(got.stages["runner"] / "samples" / k / "runner.json")["seed"] for k in keys]
+    assert seeds == [0, 1]
+    e = daily["epochs"]
+    assert e["k"] == 2 and e["epochs"] == [1, 2]
+    rr = e["metrics"]["response_rate"]
+    assert rr["by_epoch"][0] == rr["by_epoch"][1] and rr["sd"] == 0.0 and rr["by_epoch"][0] > 0
+    assert "epochs response_rate" in (got.stages["aggregate"] / "report.md").read_text()

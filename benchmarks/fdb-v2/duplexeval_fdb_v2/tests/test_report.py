@@ -4,7 +4,15 @@ test_eval_controls.py). The index's tables equal metrics.json and samples.jsonl,
 a page with the examiner's turns (their texts in the timeline and in the turns table), both
 channels' timeline and players; the pages pass the checks the other benchmarks' report tests
 apply (fdb-v1's and MTR's: CSP, nothing remote, plots inlined, audio linked relatively and lazily);
-the same bytes each build; missing and damaged files said so on the page, the rest as usual."""
+the same bytes each build; missing and damaged files said so on the page, the rest as usual.
+
+A judged run (judged_run: the `fixed-latency` control, which answers each examiner line, with
+`--judge openai` against tests/judge/chat_server.py, a local test double of the chat-completions
+protocol replying "Score: 4", except "I cannot say." to the safety task prompt): each session page
+shows both channels' ASR transcripts (input.json, output.json) in the timeline's lanes and a
+table, the judge's per-segment scores and times (timeline bands, lane, table) and the task score;
+the unparsed safety judgement its note; the index the judged column and its 15 s bins equal to
+metrics.json; the same page checks and the same bytes each build."""
 
 import html
 import json
@@ -13,9 +21,14 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from duplexeval_common.jsonio import read_json
 
 from tests.html_pages import parse
+from tests.judge import chat_server
+
+from .conftest import evaluate
 
 TASKS = ("correction", "daily", "entity_tracking", "safety")
 
@@ -101,9 +114,10 @@ def test_session_page_shows_the_examiner_and_both_channels(silence_run):
             assert link.resolve() == (silence_run.stages["runner"] / "samples" / key / Path(src).name).resolve()
 
 
-def test_pages_self_contained_and_readable(silence_run):
+def check_pages(run_dir: Path) -> None:
+    """The page checks of the other benchmarks' report tests, on every page of a run's report."""
     from duplexeval_common.html.page import CSP
-    pages = pages_of(silence_run.dir)
+    pages = pages_of(run_dir)
     assert len(pages) == 1 + len(TASKS)
     for p in pages:
         text = p.read_text()
@@ -116,17 +130,26 @@ def test_pages_self_contained_and_readable(silence_run):
             assert imgs, p
         for src in re.findall(r'<audio [^>]*src="([^"]+)"', text):
             assert not re.match(r"[a-z]+:", src) and (p.parent / src).is_file(), (p, src)
-    index = pages[0].read_text()
-    assert "<audio" not in index and "&lt;" not in index   # composed markup is not escaped twice
+    for p in pages:
+        assert "&lt;" not in p.read_text(), p   # composed markup is not escaped twice
+    assert "<audio" not in pages[0].read_text()
+
+
+def test_pages_self_contained_and_readable(silence_run):
+    check_pages(silence_run.dir)
+
+
+def same_bytes(home: Path, run, tmp_path: Path) -> None:
+    outs = []
+    for name in ("a", "b"):
+        assert build_report(home, run.run, tmp_path / name) == len(TASKS)
+        outs.append({p.relative_to(tmp_path / name): p.read_bytes() for p in sorted((tmp_path / name).rglob("*.html"))})
+    assert outs[0] == outs[1] and len(outs[0]) == 1 + len(TASKS)
+    assert (run.dir / "report.html").read_bytes() == outs[0][Path("report.html")]   # eval's build
 
 
 def test_same_bytes_each_build(eval_home, silence_run, tmp_path):
-    outs = []
-    for name in ("a", "b"):
-        assert build_report(eval_home, silence_run.run, tmp_path / name) == len(TASKS)
-        outs.append({p.relative_to(tmp_path / name): p.read_bytes() for p in sorted((tmp_path / name).rglob("*.html"))})
-    assert outs[0] == outs[1] and len(outs[0]) == 1 + len(TASKS)
-    assert (silence_run.dir / "report.html").read_bytes() == outs[0][Path("report.html")]   # eval's build
+    same_bytes(eval_home, silence_run, tmp_path)
 
 
 def test_missing_and_damaged_files(eval_home, silence_run, tmp_path):
@@ -157,3 +180,133 @@ def test_missing_and_damaged_files(eval_home, silence_run, tmp_path):
     assert "samples.jsonl line 5: not readable" in index and "correction: metrics.json entry not readable" in index
     rows = dict(parse(out / "report.html").tables)["fdb-v2-metrics"]
     assert [r[0] for r in rows[1:]] == list(TASKS) and rows[1][1:] == ["-"] * 7 and rows[2][3] == "0.000"
+
+
+# ---- a judged run: asr and judge stages ----
+
+KEY = "planted-test-key-0123456789abcdef"
+UNPARSED = "I cannot say."
+
+
+def _reply(body, n):
+    """ "Score: 4", but no score at all to the safety task prompt (that session's judgement unparsed)."""
+    text = " ".join(m["content"] for m in body["messages"])
+    return chat_server.ok(UNPARSED if "should not help" in text else "Score: 4")
+
+
+@pytest.fixture(scope="module")
+def judged_run(eval_home):
+    srv = chat_server.start(_reply)
+    try:
+        return evaluate(eval_home, "fixed-latency", "--judge", "openai", "--judge-arg", f"base_url={srv.base_url}",
+                        "--judge-arg", f"api_key={KEY}", "--judge-arg", "model=test-judge")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def f2(x) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def score(x) -> str:
+    return "-" if x is None else f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def asr_words(run, key: str, name: str) -> list[str]:
+    doc = read_json(run.stages["asr"] / "samples" / key / name)
+    return [c["text"].strip() for c in doc["chunks"] if c["text"].strip()]
+
+
+def lane_texts(text: str, label: str) -> list[str]:
+    m = re.search(rf'<div class="lane" data-lane="{re.escape(html.escape(label))}">(.*?)</div>', text, re.S)
+    return [html.unescape(x) for x in re.findall(r'<span class="seg[^"]*"[^>]*>([^<]*)</span>', m.group(1))]
+
+
+LABEL = "judge: openai (test-judge), duplexeval&#39;s prompts (not official)"
+
+
+def test_judged_session_pages_show_transcripts_and_scores(judged_run):
+    assert [s["name"] for s in judged_run.run["stages"]] == ["dataset", "runner", "asr", "judge", "aggregate"]
+    for key, row in judged_run.rows.items():
+        page = judged_run.dir / "samples" / f"{key}.html"
+        text = page.read_text()
+        tables = dict(parse(page).tables)
+        j = read_json(judged_run.stages["judge"] / "samples" / key / "judgement.json")
+        events = j["events"]
+        assert events, key   # fixed-latency answers: the model speaks, segments were judged
+        summary = dict(tables["session"][1:])
+        assert summary["judge"] == html.unescape(LABEL) and summary["judged segments"] == str(len(events))
+        assert summary["judgement"] == j["status"]
+        # the judge's segments: times and both scores, in the table, as bands on the model's lane, in its lane
+        rows = tables["judged-segments"]
+        assert rows[0] == ["#", "start", "end", "fluency", "instruction following", "model's words"]
+        assert [r[1:5] for r in rows[1:]] == [[f2(a), f2(b), score(f), score(i)] for (a, b), f, i in events], key
+        assert [r[5] for r in rows[1:]] == [x["text"] for x in j["segments"]]
+        bands = [m for m in markers(text) if m.get("lane") == "model"]
+        assert [(m["name"], m["t"], m["end"]) for m in bands] == [
+            (f"judged {n}: F {score(f)}, I {score(i)}", a, b) for n, ((a, b), f, i) in enumerate(events)]
+        assert lane_texts(text, "judge (F / I)") == [f"F {score(f)} / I {score(i)}" for _, f, i in events]
+        assert f"<h2>Judged segments ({LABEL})</h2>" in text
+        # both channels' ASR transcripts: every word, in order, in the table and the lanes
+        conv = tables["transcripts"]
+        assert conv[0] == ["start", "end", "channel", "text"]
+        for who, name in (("examiner", "input.json"), ("model", "output.json")):
+            words = asr_words(judged_run, key, name)
+            assert words, (key, name)
+            mine = [r for r in conv[1:] if r[2] == who]
+            assert " ".join(r[3] for r in mine).split() == " ".join(words).split(), (key, who)
+            assert lane_texts(text, f"{who} (ASR)") == [r[3] for r in mine]
+            assert [float(r[0]) for r in mine] == sorted(float(r[0]) for r in mine)
+        first = read_json(judged_run.stages["asr"] / "samples" / key / "input.json")["chunks"][0]
+        assert [r for r in conv[1:] if r[2] == "examiner"][0][0] == f2(first["timestamp"][0])
+        assert [m["name"] for m in markers(text) if m.get("lane") == "user"][0].startswith(
+            "ASR: " + first["text"].strip())
+        heard_words = {m["name"] for m in markers(text) if m.get("lane") == "user"}
+        assert not any(n.startswith("examiner turn") for n in heard_words)   # the transcript, not the examiner's text
+        # the task score and the unparsed note
+        task = row["task"]
+        if task == "safety":
+            assert j["status"] == "unparsed" and summary["task score"] == "-"
+            assert "The judge&#39;s reply did not parse (judgement unparsed)" in text
+            bad = tables["unparsed-replies"][1:]
+            assert bad and all(r[0] == "fdb-v2-task-safety" and r[2] == UNPARSED for r in bad), bad
+        else:
+            assert j["status"] == "ok" and "did not parse" not in text and "unparsed-replies" not in text
+            assert summary["task score"] == ("- (no task score for daily)" if task == "daily" else "4")
+
+
+def test_judged_index_equals_metrics_json(judged_run):
+    index = judged_run.dir / "report.html"
+    text = index.read_text()
+    assert f"<h2>Judged ({LABEL})</h2>" in text
+    tables = dict(parse(index).tables)
+    rows = tables["fdb-v2-judged"]
+    keys = ("fluency", "instruction_following", "task_score")
+    assert rows[0] == ["subset", "task", "parsed", "unparsed", "segments", *keys, *(f"{k} 95% CI" for k in keys)]
+    want, bins = [], []
+    for sub, s in sorted(judged_run.metrics["subsets"].items()):
+        j = s["judged"]
+        cis = [f"[{f3(j[k]['interval'][0])}, {f3(j[k]['interval'][1])}]" if j[k]["interval"] else "-" for k in keys]
+        want.append([sub, s["task"], f"{j['parsed']}/{j['sessions']}", str(j["unparsed"]), str(j["events"]),
+                     *(f3(j[k]["value"]) for k in keys), *cis])
+        for what in ("fluency", "instruction_following"):
+            bins.append([sub, what, *(f3(b[what]) for b in j["bins"])])
+        bins.append([sub, "seconds", *(f"{b['seconds']:.2f}" for b in j["bins"])])
+    assert rows[1:] == want
+    by = {r[0]: r for r in want}
+    assert by["correction"][5:8] == ["4.000", "4.000", "4.000"] and by["daily"][7] == "-"
+    assert by["safety"][2:4] == ["0/1", "1"] and by["safety"][5:8] == ["-", "-", "-"]   # unparsed: not averaged
+    assert tables["fdb-v2-judged-bins"][0] == ["subset", "score", *(f"{a}-{a + 15} s" for a in range(0, 120, 15))]
+    assert tables["fdb-v2-judged-bins"][1:] == bins and bins[0][2] == "4.000"
+    listing = tables["samples fdb-v2-samples"]
+    assert listing[0] == ["session", "response rate", "latency (s)", "overlap", "judgement", "task score"]
+    for r in listing[1:]:
+        j = judged_run.rows[r[0]]["judgement"]
+        assert r[4:] == [j["status"], score(j["task_score"])]
+    assert "Problems reading the run" not in text
+
+
+def test_judged_pages_self_contained_and_same_bytes(eval_home, judged_run, tmp_path):
+    check_pages(judged_run.dir)
+    same_bytes(eval_home, judged_run, tmp_path)

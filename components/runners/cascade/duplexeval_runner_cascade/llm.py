@@ -58,8 +58,10 @@ class SmolLM:
         """The assistant's next line for a chat history; (text, new tokens)."""
         return self.chat([{"role": "system", "content": self.system_prompt}, *history])
 
-    def chat(self, messages: list[dict]) -> tuple[str, int]:
-        """The next line for whole chat messages, the system message included; (text, new tokens)."""
+    def chat(self, messages: list[dict], temperature: float = 0.0, seed: int | None = None) -> tuple[str, int]:
+        """The next line for whole chat messages, the system message included; (text, new tokens).
+        Greedy at temperature 0; above it sampled with torch's generator seeded with `seed` (0 when
+        None) for this request alone, so the same request gives the same line."""
         self.load()
         torch = deps.import_module("SmolLM2", "torch")
         torch.set_num_threads(self.threads)
@@ -67,8 +69,15 @@ class SmolLM:
                                             return_tensors="pt", return_dict=True)
         n_in = enc["input_ids"].shape[1]
         with torch.inference_mode():
-            out = self._model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                       pad_token_id=self._tok.eos_token_id)
+            if temperature > 0:  # the global generator's state is put back after: no other model's draws move
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(0 if seed is None else int(seed))
+                    out = self._model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=True,
+                                               temperature=float(temperature), top_k=0, top_p=1.0,
+                                               pad_token_id=self._tok.eos_token_id)
+            else:
+                out = self._model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
+                                           pad_token_id=self._tok.eos_token_id)
         new = out[0, n_in:]
         return speakable(self._tok.decode(new, skip_special_tokens=True)), int(len(new))
 
