@@ -21,7 +21,7 @@ def test_fdb_v2_with_the_cascade_in_docker_equals_the_local_run(tmp_path):
     """The cascade on its fixed clock against the cascade examiner (offline LLM): every stage of the
     mini set gives the same content digest in both runtimes and metrics.json is the same bytes."""
     from duplexeval.store import content_digest
-    args = [*ARGS, "--model", "cascade", "--runner-args", '{"clock": "fixed"}']
+    args = [*ARGS, "--model", "cascade", "--runner-arg", "clock=fixed"]
     runs = {}
     for runtime in ("docker", "local"):
         home = tmp_path / runtime

@@ -129,6 +129,11 @@ def read_file(path: Path) -> tuple[bytes, dict]:
         doc = strict_loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise DuplexEvalError(f"{what}: not strict JSON ({printable(str(exc), 160)})") from None
+    try:  # a lone surrogate escape ("\ud800") is JSON but no text: tasks.json could not be written
+        dumps(doc).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DuplexEvalError(f"{what}: it holds a lone surrogate escape "
+                              f"({printable(exc.object[exc.start:exc.end])}), which is not text") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("splits"), dict):
         raise DuplexEvalError(f"{what}: expected a JSON object with `splits` ({', '.join(SPLITS)}), got "
                               + (f"an object with {', '.join(sorted(map(printable, doc))[:6]) or 'no fields'}"

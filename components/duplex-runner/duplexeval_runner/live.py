@@ -44,6 +44,7 @@ it does its work beside the loop (info.realtime says which clock it is on).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,9 +98,14 @@ def check_script(doc: Any, what: str) -> dict:
         raise DuplexEvalError(f"{what}: live.json sample_rate must be an integer in [8000, 192000], got {show(sr)}")
     seed = doc.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise DuplexEvalError(f"{what}: live.json seed must be a whole number in [0, 2^31), got {seed!r}")
+        raise DuplexEvalError(f"{what}: live.json seed must be a whole number in [0, 2^31), got {show(seed)}")
     if not isinstance(doc.get("examiner"), dict):
         raise DuplexEvalError(f"{what}: live.json examiner must be an object (the examiner's script)")
+    try:  # a lone surrogate escape ("\ud800") is JSON but no text: it could not be spoken, sent or written
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DuplexEvalError(f"{what}: live.json holds a lone surrogate ({show(exc.object[exc.start:exc.end])}), "
+                              "which is not text") from None
     return doc
 
 

@@ -50,7 +50,7 @@ from duplexeval_runner_controls import vad
 from duplexeval_runner_controls.tts import PiperTTS, noise_settings, voice_rate
 
 from .asr import WhisperASR
-from .examiner_llm import ExaminerLLM
+from .examiner_llm import MAX_LINE_CHARS, UNSPEAKABLE, ExaminerLLM
 
 FORMAT = "duplexeval-examiner/1"
 PRESETS = {
@@ -136,6 +136,16 @@ class CascadeExaminer:
                 "faster-whisper": self.asr.record(), "piper-voice": self.tts.record(), "llm": self.llm.record()}
 
 
+def line_problem(text: str) -> str | None:
+    """Why a scripted line cannot be spoken (it goes to the TTS as it is), or None."""
+    if len(text) > MAX_LINE_CHARS:
+        return f"is {len(text)} characters long; a spoken line is at most {MAX_LINE_CHARS}"
+    bad = UNSPEAKABLE.search(text)
+    if bad:
+        return f"holds a control character ({show(bad.group())} at {bad.start()}); a spoken line is plain text"
+    return None
+
+
 def check_script(script: Any, key: str) -> dict:
     """The examiner's part of live.json, checked: one line naming the sample and the problem."""
     def bad(msg: str):
@@ -147,6 +157,9 @@ def check_script(script: Any, key: str) -> dict:
             bad(f"{field} must be a non-empty string")
     if script.get("opening") is not None and not (isinstance(script["opening"], str) and script["opening"].strip()):
         bad("opening must be a non-empty string, or absent (the LLM's first line)")
+    for field in ("end_phrase", "opening"):
+        if script.get(field) is not None and (why := line_problem(script[field])):
+            bad(f"{field} {why}")
     goals = script.get("goals")
     if not isinstance(goals, list) or not goals:
         bad("goals must be a non-empty list")
@@ -155,6 +168,8 @@ def check_script(script: Any, key: str) -> dict:
         if not isinstance(g, dict) or not all(isinstance(g.get(k), str) and g[k].strip() for k in ("id", "goal")) \
                 or not (g.get("say") is None or (isinstance(g["say"], str) and g["say"].strip())):
             bad(f"goals[{i}] must have non-empty id and goal (and say, if given)")
+        if g.get("say") is not None and (why := line_problem(g["say"])):
+            bad(f"goals[{i}] say {why}")
         if g["id"] in seen:
             bad(f"goals[{i}] repeats the id {show(g['id'])}")
         seen.add(g["id"])
@@ -196,8 +211,10 @@ class ExaminerSession:
         self.opening = engine.speech(self.opening_text, info.speak_sr)
         # Every scripted line's speech, made now too: nothing is synthesized on the realtime event loop
         # (the LLM's lines are made in the worker thread with their text).
+        # (only the goals a turn can reach, `_next`: a script may list more than its turn_limit allows)
+        reachable = self.goals[:script["turn_limit"] - 1]
         self.spoken = {text: engine.speech(text, info.speak_sr)
-                       for text in [script["end_phrase"], *(g["say"] for g in self.goals if g.get("say"))]}
+                       for text in [script["end_phrase"], *(g["say"] for g in reachable if g.get("say"))]}
 
     # -- hearing ---------------------------------------------------------------------------
 

@@ -10,14 +10,32 @@ machine, and a rerun of a session replays the examiner's lines without any call.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 from duplexeval_common.cache import cache_namespace
 from duplexeval_common.hashing import sha256_file, sha256_json
 from duplexeval_common.llm.engine import CACHE_FORMAT, JudgeCache, canonical_request
+from duplexeval_common.secrets import redact, scrub
 
 from .llm import SmolLM, speakable
+
+MAX_LINE_CHARS = 1000  # the longest line spoken (a reply past it is cut): a line is a sentence or two
+# what no spoken line holds (the TTS refuses a NUL; the others are not speech): control and format
+# characters other than whitespace, and lone surrogates
+UNSPEAKABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def spoken_line(text: str) -> str:
+    """An LLM's reply as the line the examiner says: speakable, no control character, at most
+    MAX_LINE_CHARS (cut after the last sentence, else the last word, that fits)."""
+    text = speakable(UNSPEAKABLE.sub(" ", text))
+    if len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS + 1]
+        ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text)]
+        text = text[:ends[-1]] if ends else text[:MAX_LINE_CHARS].rsplit(" ", 1)[0]
+    return text.strip()
 
 
 class ExaminerLLM:
@@ -58,18 +76,22 @@ class ExaminerLLM:
             if entry is not None:
                 with self._lock:
                     self.cached += 1
-                return entry["replies"][-1]["text"], True
+                return spoken_line(entry["replies"][-1]["text"]), True  # an entry is a file: checked again
         with self._lock:
             self.requests += 1
             if self.client is None:
                 text, _tokens = self.local.chat(messages, temperature=self.temperature, seed=seed)
             else:
-                text = speakable(self.client.complete(self.model, messages, seed=seed,
-                                                      temperature=self.temperature).text)
+                text = self.client.complete(self.model, messages, seed=seed, temperature=self.temperature).text
+        # a served reply may echo the key (never spoken, cached or recorded: scrubbed as the judge's)
+        text = spoken_line(scrub(text, self.client.secrets()) if self.client is not None else text)
         if self.use_cache:
-            self.cache.put(h, {"request_hash": h, "status": "ok", "attempts": 1, "request": request,
-                               "replies": [{"text": text}]})
+            self.cache.put(h, redact({"request_hash": h, "status": "ok", "attempts": 1, "request": request,
+                                      "replies": [{"text": text}]}, self.secrets()))
         return text, False
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.client.secrets() if self.client is not None else ()
 
     def usage(self) -> dict:
         with self._lock:
