@@ -31,6 +31,7 @@ from duplexeval_common.ipus import segments_from_words
 from duplexeval_common.secrets import scrub
 
 from .judge import GAP_S
+from .official import MODEL as OFFICIAL_MODEL
 from .score.judged import BINS
 from .score.pool import UNIFIED
 
@@ -141,17 +142,21 @@ def transcripts(data, key: str, notes: list[str]) -> dict[str, list[dict]] | Non
 # ---- the judge stage ----
 
 def judge_label(data) -> str | None:
-    """The judged column's label (judge.json's, as judge.py writes it), None without a judge stage."""
+    """The judged column's label, None without a judge stage: judge.json's (judge.py: "official"
+    only for upstream's prompts with gemini-2.5-pro, else "judge: NAME (MODEL)") and whose prompts
+    it asked (ours: prompts.py, or upstream's eval_prompts.json)."""
     d = data.stage_dirs.get("judge")
     if d is None:
         return None
     doc = _json_file(Path(d) / "judge.json") if (Path(d) / "judge.json").is_file() else None
     if not isinstance(doc, dict):
         data.problems.append("judge.json: not readable (the judged column is not labelled)")
-        return "judged (label unknown)"
+        return "label unknown"
     label = str(doc.get("label") or f"judge: {doc.get('judge')} ({doc.get('model')})")
     if doc.get("official"):
         return f"{label}: upstream's prompts with {doc.get('model')}"
+    if doc.get("judge") == "official":
+        return f"{label}: upstream's prompts, not with {OFFICIAL_MODEL} (not official)"
     return f"{label}, duplexeval's prompts (not official)"
 
 
@@ -189,13 +194,14 @@ def _score(x) -> str:
 
 def lanes(duration: float, rows: list[tuple[str, list[tuple[float, float, str]]]]) -> Raw:
     """Text lanes under the timeline image, on its x axis: one row per (label, [(start, end, text)]),
-    each item placed at its times (its whole text in its tooltip); the judge's row is drawn in the
-    model's colour."""
+    each item placed at its times (its whole text in its tooltip); the judge's row (F: fluency, I:
+    instruction following, as on the timeline's bands) is drawn in the model's colour."""
     g = timeline.geometry(0.0, max(duration, 1e-3))
     span = (g["x1"] - g["x0"]) / (g["t1"] - g["t0"])
     out = ['<div class="lanes">']
     for label, items in rows:
-        out.append(f'<div class="lane" data-lane="{escape(label)}"><span class="lane-label" style="width:{100 * g["x0"]:.3f}%">'
+        out.append(f'<div class="lane" data-lane="{escape(label)}">'
+                   f'<span class="lane-label" style="width:{100 * g["x0"]:.3f}%">'
                    f'{escape(label)}</span>')
         for a, b, text in items:
             lo, hi = max(a, 0.0), min(b, duration)
@@ -230,8 +236,7 @@ def _judged_summary(j: dict | None, label: str | None, task: str) -> list[tuple]
 
 
 def _unparsed_note(j: dict) -> list[str]:
-    """The visible note of a judgement that did not parse, with the replies that did not (F, I:
-    fluency and instruction following, in the timeline and its judge lane)."""
+    """The visible note of a judgement that did not parse, with the replies that did not."""
     if j.get("status") != "unparsed":
         return []
     bad = [q for q in j.get("requests") or [] if isinstance(q, dict) and q.get("status") != "ok"]
@@ -244,7 +249,8 @@ def _unparsed_note(j: dict) -> list[str]:
     return out
 
 
-def sample_page(data, s, r: dict) -> str:
+def sample_page(data, s, r: dict, label: str | None = None) -> str:
+    """A session's page; `label`: the judged column's (judge_label, read once by build)."""
     notes: list[str] = []
     paths = {"user": data.find(s.key, "input.wav"), "model": data.find(s.key, "output.wav")}
     user, model = common.audio_file(paths["user"]), common.audio_file(paths["model"])
@@ -258,7 +264,7 @@ def sample_page(data, s, r: dict) -> str:
     ex = _examiner(data, s.key, notes)
     turns = _timed(ex.get("turns"))
     asr = transcripts(data, s.key, notes)
-    label = judge_label(data)
+    label = label if label is not None else judge_label(data)
     j = judgement(data, s.key, r, notes)
     judged = events(j) if j else []
     ended = ex.get("ended") if isinstance(ex.get("ended"), dict) else {}
@@ -298,7 +304,8 @@ def sample_page(data, s, r: dict) -> str:
         body.append(timeline.viewer(tl))
         rows = []
         if asr is not None:
-            rows += [(f"{who} (ASR)", [(x["start"], x["end"], x["text"]) for x in asr[who]]) for who in ("examiner", "model")]
+            rows += [(f"{who} (ASR)", [(x["start"], x["end"], x["text"]) for x in asr[who]])
+                     for who in ("examiner", "model")]
         if j is not None:
             rows.append(("judge (F / I)", [(a, b, f"F {_score(f)} / I {_score(k)}") for a, b, f, k, _ in judged]))
         if rows:
@@ -341,6 +348,11 @@ def _metric_row(data, name: str, s) -> tuple:
 JUDGED = ("fluency", "instruction_following", "task_score")
 
 
+def _float(x, nd: int) -> str:
+    """A judged number with nd decimals (an integral one too: a bin without seconds is 0), '-' for none."""
+    return fmt(float(x), nd) if _num(x) else "-"
+
+
 def _judged_rows(data, subsets: dict) -> tuple[list[tuple], list[tuple]]:
     """The index's judged column per task (metrics.json `judged`, score/judged.py): (the scores'
     rows, the 15 s bins' rows); the tasks without one are left out."""
@@ -351,21 +363,20 @@ def _judged_rows(data, subsets: dict) -> tuple[list[tuple], list[tuple]]:
             continue
         try:
             rows.append((name, s["task"], f"{j['parsed']}/{j['sessions']}", str(j["unparsed"]), str(j["events"]),
-                         *(fmt(j[k]["value"], 3) for k in JUDGED),
-                         *(f"[{fmt(j[k]['interval'][0], 3)}, {fmt(j[k]['interval'][1], 3)}]"
+                         *(_float(j[k]["value"], 3) for k in JUDGED),
+                         *(f"[{_float(j[k]['interval'][0], 3)}, {_float(j[k]['interval'][1], 3)}]"
                            if j[k].get("interval") else "-" for k in JUDGED)))
             got = {tuple(b["bin"]): b for b in j["bins"]}
             for what, nd in (("fluency", 3), ("instruction_following", 3), ("seconds", 2)):
-                bins.append((name, what, *(fmt((got.get(b) or {}).get(what), nd) for b in BINS)))
+                bins.append((name, what, *(_float((got.get(b) or {}).get(what), nd) for b in BINS)))
         except (TypeError, KeyError, AttributeError, IndexError):
             data.problems.append(f"{name}: metrics.json judged entry not readable")
             rows.append((name, "-", *["-"] * 9))
     return rows, bins
 
 
-def judged_section(data, subsets: dict) -> list[str]:
+def judged_section(data, subsets: dict, label: str | None) -> list[str]:
     """The index's judged column (heading, label, scores and bins), [] without a judge stage."""
-    label = judge_label(data)
     if label is None:
         return []
     rows, bins = _judged_rows(data, subsets)
@@ -401,13 +412,14 @@ def build(store, record: dict, out: Path) -> int:
             j = r.get("judgement") if isinstance(r.get("judgement"), dict) else {}
             cells += [str(j.get("status") or "-"), _score(j.get("task_score"))]
         listing.append({"outcome": "scored" if r.get("eligible") else "not scored", "cells": cells})
-    n = common.write_pages(data, out, samples, lambda s: sample_page(data, s, rows.get(s.key) or {}))
+    label = judge_label(data)
+    n = common.write_pages(data, out, samples, lambda s: sample_page(data, s, rows.get(s.key) or {}, label))
     metrics_html = (table(["subset", "task", "scored", "response_rate", "response_latency_s", "overlap_rate",
                            "examiner talked over", "examiner ended early"], metric_rows, left=2, cls="fdb-v2-metrics")
                     if metric_rows else "<p>No metrics: the aggregate stage did not complete.</p>")
     body = [f"<h1>fdb-v2 (not official): {escape(record.get('model'))} on {escape(record.get('dataset'))}</h1>",
             common.EXTRA_CSS, "<h2>Run</h2>", common.run_table(data), "<h2>Metrics</h2>", metrics_html,
-            *judged_section(data, subsets), "<h2>Missing</h2>", common.missing_section(data),
+            *judged_section(data, subsets, label), "<h2>Missing</h2>", common.missing_section(data),
             "<h2>Sessions</h2>", common.sample_list(listing, ["session", "response rate", "latency (s)", "overlap",
                                                               *(("judgement", "task score") if judged else ())],
                                                     left=1, cls="samples fdb-v2-samples")]

@@ -8,7 +8,7 @@ the same bytes each build; missing and damaged files said so on the page, the re
 
 A judged run (judged_run: the `fixed-latency` control, which answers each examiner line, with
 `--judge openai` against tests/judge/chat_server.py, a local test double of the chat-completions
-protocol replying "Score: 4", except "I cannot say." to the safety task prompt): each session page
+protocol replying "Score: 4", 10 s sessions, except "I cannot say." to the safety task prompt): each session page
 shows both channels' ASR transcripts (input.json, output.json) in the timeline's lanes and a
 table, the judge's per-segment scores and times (timeline bands, lane, table) and the task score;
 the unparsed safety judgement its note; the index the judged column and its 15 s bins equal to
@@ -186,6 +186,7 @@ def test_missing_and_damaged_files(eval_home, silence_run, tmp_path):
 
 KEY = "planted-test-key-0123456789abcdef"
 UNPARSED = "I cannot say."
+JUDGED_S = 10.0   # sessions of 10 s (the last --benchmark-arg wins): the opening, the model's answer, a follow-up
 
 
 def _reply(body, n):
@@ -196,10 +197,12 @@ def _reply(body, n):
 
 @pytest.fixture(scope="module")
 def judged_run(eval_home):
+    """The judged run of the fixed-latency control (module docstring), 10 s sessions."""
     srv = chat_server.start(_reply)
     try:
-        return evaluate(eval_home, "fixed-latency", "--judge", "openai", "--judge-arg", f"base_url={srv.base_url}",
-                        "--judge-arg", f"api_key={KEY}", "--judge-arg", "model=test-judge")
+        return evaluate(eval_home, "fixed-latency", "--benchmark-arg", f"duration_s={JUDGED_S:g}", "--judge", "openai",
+                        "--judge-arg", f"base_url={srv.base_url}", "--judge-arg", f"api_key={KEY}",
+                        "--judge-arg", "model=test-judge")
     finally:
         srv.shutdown()
         srv.server_close()
@@ -228,6 +231,7 @@ LABEL = "judge: openai (test-judge), duplexeval&#39;s prompts (not official)"
 
 def test_judged_session_pages_show_transcripts_and_scores(judged_run):
     assert [s["name"] for s in judged_run.run["stages"]] == ["dataset", "runner", "asr", "judge", "aggregate"]
+    assert judged_run.run["stages"][1]["config"]["examiner"]["duration_s"] == JUDGED_S
     for key, row in judged_run.rows.items():
         page = judged_run.dir / "samples" / f"{key}.html"
         text = page.read_text()
@@ -310,3 +314,28 @@ def test_judged_index_equals_metrics_json(judged_run):
 def test_judged_pages_self_contained_and_same_bytes(eval_home, judged_run, tmp_path):
     check_pages(judged_run.dir)
     same_bytes(eval_home, judged_run, tmp_path)
+
+
+def test_judged_damaged_files(eval_home, judged_run, tmp_path):
+    """A damaged judgement.json, input.json and judge.json: each said so, the rest shown as usual."""
+    home = tmp_path / "h"
+    shutil.copytree(eval_home, home, symlinks=True, ignore=shutil.ignore_patterns("reports", "locks", "runs"))
+    st = {s["name"]: home / "store" / s["key"] for s in judged_run.run["stages"]}
+    (st["judge"] / "samples" / "correction" / "correction-01" / "judgement.json").write_text("{not json")
+    (st["asr"] / "samples" / "daily" / "daily-01" / "input.json").write_text('{"chunks": 3}')
+    (st["judge"] / "judge.json").write_text("[]")
+    out = tmp_path / "out"
+    assert build_report(home, judged_run.run, out) == len(TASKS)
+    corr = (out / "samples" / "correction" / "correction-01.html").read_text()
+    assert "judgement.json is not a JSON object; the judge&#39;s scores are not shown" in corr
+    rows = dict(parse(out / "samples" / "correction" / "correction-01.html").tables)["judged-segments"]
+    want = judged_run.rows["correction/correction-01"]["judgement"]["events"]   # samples.jsonl's copy
+    assert [r[1:3] for r in rows[1:]] == [[f2(a), f2(b)] for (a, b), *_ in want]
+    daily = (out / "samples" / "daily" / "daily-01.html").read_text()
+    assert "input.json (ASR words) is not in the expected form; its transcript is not shown" in daily
+    tables = dict(parse(out / "samples" / "daily" / "daily-01.html").tables)
+    assert {r[2] for r in tables["transcripts"][1:]} == {"model"} and lane_texts(daily, "examiner (ASR)") == []
+    index = (out / "report.html").read_text()
+    assert "judge.json: not readable" in index and "<h2>Judged (label unknown)</h2>" in index
+    assert dict(parse(out / "report.html").tables)["fdb-v2-judged"][1:] == dict(
+        parse(judged_run.dir / "report.html").tables)["fdb-v2-judged"][1:]
