@@ -112,7 +112,8 @@ def test_a_receiver_failing_after_the_input_ends_keeps_the_output_with_an_error_
     r = Local(grace_s=0.3, fail_at={"sample": 0.45})
     log = EventLog()
     out, session = render(r, voice(0.4), SR, log)
-    (err,) = log.of_type("error")
+    # (a loaded machine may add the core's pacing note, an `error` of its own: not this test's)
+    (err,) = [e for e in log.of_type("error") if "pacing" not in e["reason"]]
     assert err["reason"].startswith("runner 'local': the server said goodbye (at 0.")
     assert err["reason"].endswith("after the input ended; output kept)")
     assert len(out) == int(0.4 * SR) and np.abs(out).max() > 0.1
