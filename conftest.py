@@ -35,6 +35,9 @@ LONGEST_FIRST = (
     "tests/docker/test_archive_docker.py",
     "tests/docker/test_runner_images.py",
     "tests/e2e/test_report_browser.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_report.py",
+    "tests/duplex_runner/test_live_models.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_judged_eval.py",
     "tests/orchestrator/test_compare_runs.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_stage.py",
     "tests/orchestrator/test_hostile_docker.py",
@@ -72,9 +75,11 @@ SLOW_FILES = frozenset(LONGEST_FIRST) | {
     "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_score_tree.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_scripts.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_asr.py",
-    # fdb-v2 through `duplexeval eval` (the controls' live sessions): about 35 s and 15 s
+    # fdb-v2 through `duplexeval eval` (live sessions, judged runs): 40 to 65 s each
     "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_eval_controls.py",
     "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_report.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_judged_eval.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_examiner_endpoint.py",
 }
 
 
