@@ -334,6 +334,62 @@ def sensitivity_cmd(store: Store, run, asrs, vad_threshold, vad_min_silence_ms, 
     click.echo(f"\nwritten: {path}")
 
 
+@main.command("capacity")
+@click.option("--model", required=True, help="A realtime model of `duplexeval models` (e.g. freeze-omni).")
+@click.option("--dataset", default=None, help="The dataset (default: the default benchmark's, fdb-mini).")
+@click.option("--subset", default=None,
+              help="The subset to run (default: the dataset's first of a task with an official latency: turn-taking).")
+@click.option("--samples", type=int, default=8, show_default=True,
+              help="K samples of the subset, the same at every level (level N runs K x ceil(N / K) sessions).")
+@click.option("--levels", default=None, help="Comma-separated levels, rising from 1 (default 1, 2, 4, ... --max-level).")
+@click.option("--max-level", type=int, default=16, show_default=True, help="The last level of the default ramp.")
+@click.option("--latency-tolerance", type=float, default=0.1, show_default=True,
+              help="Seconds a level's official latency may differ from level 1's (absolute).")
+@click.option("--asr", default="faster-whisper", show_default=True, help="ASR backend of asr-aligner.")
+@click.option("--asr-arg", "asr_args", multiple=True, help="NAME=VALUE passed to the ASR backend.")
+@click.option("--judge", default="none", show_default=True, help="Judge (turn-taking needs none).")
+@click.option("--runner-arg", "runner_args", multiple=True, help="NAME=VALUE passed to the runner.")
+@click.option("--runtime", type=click.Choice(["local", "docker"]), default="local", show_default=True)
+@click.option("--image", "images", multiple=True, help="COMPONENT=IMAGE: use this image (docker runtime).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="An empty or new folder (default <home>/capacity/<id>/).")
+@click.pass_obj
+@one_line_errors
+def capacity_cmd(store: Store, model, dataset, subset, samples, levels, max_level, latency_tolerance, asr,
+                 asr_args, judge, runner_args, runtime, images, out):
+    """Ramp concurrent realtime sessions against one model server; per level the send drift, failed and
+    ineligible sessions, the official latency and the wall time, and the highest level that holds.
+
+    Writes capacity.json, capacity.md and capacity.html (docs/runners.md, Concurrency). Exit code: 0
+    when every level ran, 1 when a level had failed sessions (the sweep stopped there), 2 on a bad
+    setting or a model that is not realtime."""
+    from . import capacity
+    lv = capacity.parse_levels(levels, max_level)
+    if images and runtime != "docker":
+        raise DuplexEvalError("--image applies to the docker runtime: add --runtime docker")
+    cache, note = cache_for_run()
+    if note:
+        click.echo(note, err=True)
+    try:
+        with interrupt_on_signals():  # SIGTERM and SIGHUP as Ctrl-C: the level's stages are stopped
+            doc, folder, code = capacity.sweep(
+                store, _runtime(runtime, _parse_pairs(images, "--image")), Limits(), cache, model=model,
+                dataset=dataset, subset=subset, levels=lv, samples=samples, asr=asr, judge=judge,
+                runner_args=_parse_pairs(runner_args, "--runner-arg"), asr_args=_parse_pairs(asr_args, "--asr-arg"),
+                tolerance_s=latency_tolerance, runtime_name=runtime, out=out)
+    except KeyboardInterrupt as exc:
+        click.echo(f"\ninterrupted {interrupted_by(exc)}: the sweep wrote no capacity.json", err=True)
+        sys.exit(exit_code(exc))
+    text, _ = capacity.write(folder, doc)
+    click.echo("")
+    click.echo(text.rstrip())
+    click.echo(f"\nwritten: {folder / 'capacity.json'}\nhtml: {folder / 'capacity.html'}")
+    if code:
+        click.echo(scrub(f"error: capacity stopped at level {doc['stopped']['level']}: {doc['stopped']['reason']}; "
+                         f"best level {doc['best_level'] if doc['best_level'] is not None else 'none'}"), err=True)
+        sys.exit(code)
+
+
 # Commands defined in modules of their own (each lists them in COMMANDS; heavy imports stay inside
 # the commands): the HTML report, archives and their checks, comparisons.
 def _register() -> None:
