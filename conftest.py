@@ -32,6 +32,7 @@ LONGEST_FIRST = (
     "tests/docker/test_docker_mtr.py",
     "tests/docker/test_docker_asr_backends.py",
     "tests/docker/test_docker_live.py",
+    "tests/docker/test_docker_dgslm.py",
     "tests/docker/test_archive_docker.py",
     "tests/docker/test_runner_images.py",
     "tests/e2e/test_report_browser.py",
@@ -54,6 +55,9 @@ LONGEST_FIRST = (
 # in their own files (a real model loaded) are left out too.
 SLOW_FILES = frozenset(LONGEST_FIRST) | {
     "tests/e2e/test_runner_freeze_omni.py",
+    "tests/e2e/test_runner_dgslm.py",
+    "tests/e2e/test_runner_half_duplex.py",
+    "tests/e2e/test_runner_nova_sonic.py",
     "tests/e2e/test_runner_gemini_live.py",
     "tests/e2e/test_runner_moshi.py",
     "tests/e2e/test_runner_moshi_ws.py",

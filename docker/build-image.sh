@@ -25,6 +25,7 @@ require_engine
 if [ "$1" = "--all" ]; then
   mapfile -t names < <(image_components)
   [ ${#names[@]} -gt 0 ] || die "no image has a Dockerfile"
+  python3 "$DOCKER_SCRIPTS_DIR/images.py" skipped | sed 's/^/skipped: /' >&2
 elif [ "$1" = "bases" ]; then
   names=()
 else
@@ -34,6 +35,7 @@ declare -A parent  # the base each image is installed on: torch-base exactly whe
 for n in "${names[@]}"; do
   [ "$n" = duplex-runner ] && die "duplex-runner (the runner core) has no image of its own: build runner-<name> (one per runner package: $(image_components | grep "^$RUNNER_PREFIX" | paste -sd ' '))"
   [ -f "$(component_dir "$n")/Dockerfile" ] || die "no $(component_dir "$n" | sed "s#^$REPO_ROOT/##")/Dockerfile"
+  python3 "$DOCKER_SCRIPTS_DIR/images.py" buildable "$n" || exit 1
   rc=0; python3 "$DOCKER_SCRIPTS_DIR/images.py" needs-torch "$n" || rc=$?
   case $rc in
     0) parent[$n]=torch-base ;;

@@ -12,6 +12,10 @@
     python3 docker/images.py requirements NAME..  the requirements.txt files these images install
                                                   from, one a line (for the wheelhouse)
     python3 docker/images.py needs-torch NAME     exit 0 when the image needs torch (torch-base)
+    python3 docker/images.py buildable NAME       exit 0 when NAME can be built on the bases here; else
+                                                  exit 1 and say why in one line (a package whose
+                                                  [tool.duplexeval] python is not the bases' Python)
+    python3 docker/images.py skipped              the images `list` leaves out, one a line, with why
     .venv/bin/python docker/images.py benchmark-digests   {benchmark: source digest} of the benchmark
                                                   packages under benchmarks/ (those the component
                                                   images hold: their label)
@@ -21,6 +25,11 @@ package components/runners/<name>/ gives duplexeval/runner-<name>. Every runner 
 common library, the schemas, the runner core (components/duplex-runner, whose `duplex-runner`
 command is the entrypoint), the runner package and the duplexeval runner packages it depends on
 (its pyproject.toml dependencies named duplexeval-*). The core has no image of its own.
+
+A runner package that asks for another Python than the bases' (`[tool.duplexeval] python = "3.12"`
+in its pyproject.toml: its own local environment is made with that interpreter) is left out of
+`list` (so of `make images`), and building it is refused with the reason: the bases are Debian
+bookworm's Python 3.11 (docker/base-image.sh, Dockerfile.base) and the wheelhouse holds wheels for it.
 """
 
 from __future__ import annotations
@@ -67,12 +76,35 @@ def version(name: str) -> str:
     return _project(package_dir(name))["version"]
 
 
-def image_names() -> list[str]:
+BASE_PYTHON = "3.11"  # the bases' Python: Debian bookworm's python3 (docker/base-image.sh)
+
+
+def _all_image_names() -> list[str]:
     comps = sorted(d.name for d in COMPONENTS.iterdir()
                    if (d / "Dockerfile").is_file() and (d / "pyproject.toml").is_file())
     runners = sorted(RUNNER_PREFIX + d.name for d in RUNNERS.iterdir()
                      if (d / "Dockerfile").is_file() and (d / "pyproject.toml").is_file()) if RUNNERS.is_dir() else []
     return comps + runners
+
+
+def unbuildable_reason(name: str) -> str | None:
+    """Why image NAME cannot be built on the bases here, or None."""
+    with open(package_dir(name) / "pyproject.toml", "rb") as f:
+        want = str(tomllib.load(f).get("tool", {}).get("duplexeval", {}).get("python", "") or "")
+    if want and want != BASE_PYTHON:
+        return (f"{name}: its package asks for Python {want} ([tool.duplexeval] python in "
+                f"{package_dir(name).relative_to(REPO)}/pyproject.toml) but the bases have Python {BASE_PYTHON} "
+                f"(Debian bookworm); it runs in its own local environment (scripts/setup-runner-venv.sh)")
+    return None
+
+
+def image_names() -> list[str]:
+    """Every image that can be built here (those of `make images`)."""
+    return [n for n in _all_image_names() if unbuildable_reason(n) is None]
+
+
+def skipped_images() -> dict[str, str]:
+    return {n: r for n in _all_image_names() if (r := unbuildable_reason(n)) is not None}
 
 
 @lru_cache(maxsize=1)
@@ -171,6 +203,14 @@ def main(argv: list[str]) -> int:
         elif len(argv) >= 2 and argv[0] == "requirements":
             files = dict.fromkeys(f for n in argv[1:] for f in requirement_files(n))
             print("\n".join(str(f) for f in files))
+        elif argv == ["skipped"]:
+            for n, why in skipped_images().items():
+                print(why)
+        elif len(argv) == 2 and argv[0] == "buildable":
+            why = unbuildable_reason(argv[1])
+            if why:
+                print(f"images.py: cannot build {why}", file=sys.stderr)
+                return 1
         elif len(argv) == 2 and argv[0] == "needs-torch":
             return 0 if needs_torch(argv[1]) else 1
         elif argv == ["benchmark-digests"]:  # (run by the repository's python: it imports the common library)

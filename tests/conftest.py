@@ -142,6 +142,26 @@ def dx(home, *args):
                           text=True, env=env)
 
 
+# what a model run would read from the caller's environment: never inherited by a test's run
+MODEL_ENV = ("MODEL_URL", "MODEL_CA", "MODEL_INSECURE", "MODEL_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+             "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def dx_model(home, *args, env=None, timeout: float = 1200):
+    """`duplexeval --home HOME ARGS...` for a model run: none of the caller's MODEL_ENV, the
+    request cache under HOME, then `env` on top."""
+    import subprocess
+    base = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}
+    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True, text=True,
+                          env={**base, "DUPLEXEVAL_CACHE": str(home / "cache"), **(env or {})}, timeout=timeout)
+
+
+def stage_dir(home, run: dict, name: str):
+    """The store folder of run.json's stage NAME."""
+    (stage,) = [s for s in run["stages"] if s["name"] == name]
+    return home / "store" / stage["key"]
+
+
 def tts_synth(inp, out, config: dict):
     """`tts-synth run` of one input folder into out, with config written beside out."""
     import json

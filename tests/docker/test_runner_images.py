@@ -36,9 +36,9 @@ def _load_images():
 images = _load_images()
 
 # The runner packages that only talk to a server or play a file: their images must hold no torch.
-CLIENT_ONLY = {"controls", "freeze-omni", "moshi-ws", "openai-realtime", "gemini-live", "replay"}
+CLIENT_ONLY = {"controls", "freeze-omni", "moshi-ws", "openai-realtime", "gemini-live", "replay", "half-duplex"}
 # Those that run a model in-process with torch.
-WITH_TORCH = {"cascade", "moshi"}
+WITH_TORCH = {"cascade", "moshi", "dgslm"}
 RUNNER_IMAGES = [n for n in images.image_names() if images.is_runner(n)]
 DOCKER = os.environ.get("DUPLEXEVAL_DOCKER_TESTS") == "1"
 needs_docker = pytest.mark.skipif(not DOCKER, reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
@@ -52,13 +52,29 @@ def short(image: str) -> str:
 
 def test_every_runner_package_has_an_image_and_the_core_has_none():
     pkgs = sorted(p.parent.name for p in (REPO / "components" / "runners").glob("*/pyproject.toml"))
-    assert pkgs and RUNNER_IMAGES == [f"runner-{p}" for p in pkgs]
+    # every package but those asking for another Python than the bases' (nova-sonic: 3.12)
+    other_python = {short(n) for n in images.skipped_images()}
+    assert other_python == {"nova-sonic"}
+    assert pkgs and RUNNER_IMAGES == [f"runner-{p}" for p in pkgs if p not in other_python]
     assert images.CORE not in images.image_names()
     assert not (REPO / "components" / images.CORE / "Dockerfile").exists()
     assert {"controls", "cascade", "freeze-omni"} <= set(pkgs)
 
 
-@pytest.mark.parametrize("name", sorted(CLIENT_ONLY | WITH_TORCH))
+def test_an_image_for_another_python_is_refused_in_one_line_and_left_out_of_make_images():
+    r = subprocess.run([sys.executable, str(REPO / "docker" / "images.py"), "buildable", "runner-nova-sonic"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "Python 3.12" in r.stderr and "bases have Python 3.11" in r.stderr
+    r = subprocess.run([sys.executable, str(REPO / "docker" / "images.py"), "buildable", "runner-moshi"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    listed = subprocess.run([sys.executable, str(REPO / "docker" / "images.py"), "list"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert "runner-nova-sonic" not in listed and "runner-moshi" in listed
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_ONLY | WITH_TORCH | {"nova-sonic"}))
 def test_each_runner_dockerfile_adds_its_title_and_the_core_entrypoint(name):
     text = (REPO / "components" / "runners" / name / "Dockerfile").read_text()
     assert f"ARG INSTALLED=duplexeval/runner-{name}-install:latest" in text
@@ -84,11 +100,11 @@ def test_component_version_and_folder_accept_runner_names():
 
 
 def test_a_runner_image_installs_its_duplexeval_runner_dependencies_and_their_requirements():
-    assert [d.name for d in images.packages("runner-cascade")] == ["controls", "cascade"]
+    assert [d.name for d in images.packages("runner-cascade")] == ["controls", "half-duplex", "cascade"]
     assert [d.name for d in images.packages("runner-controls")] == ["controls"]
     files = [f.relative_to(REPO).as_posix() for f in images.requirement_files("runner-cascade")]
     assert files == ["components/duplex-runner/requirements.txt", "components/runners/controls/requirements.txt",
-                     "components/runners/cascade/requirements.txt"]
+                     "components/runners/half-duplex/requirements.txt", "components/runners/cascade/requirements.txt"]
     text = images.runner_requirements("runner-cascade")
     assert text.count("onnxruntime==") == 1 and "torch==2.13.0" in text
     with pytest.raises(images.ImageError, match="no runner image"):

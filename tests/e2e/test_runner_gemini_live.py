@@ -13,8 +13,6 @@ tested in tests/duplex_runner/test_gemini_live.py, and here a sample finishing (
 in a worker thread) must not make another one's pacing drift on a busy two-core machine.
 """
 
-import os
-import subprocess
 
 import pytest
 
@@ -24,9 +22,13 @@ import soundfile as sf
 from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.wavio import write_wav
 
-from ..conftest import command, exact_speech
+from ..conftest import dx_model, exact_speech
 from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_gemini_live import KEY, cert, server  # noqa: F401  (fixtures)
+
+
+def dx(home, *args, env=None):
+    return dx_model(home, *args, env=env, timeout=1800)
 
 # run alone, after the parallel tests (make test): real-time sessions: a sample past the drift limit is ineligible
 pytestmark = pytest.mark.serial
@@ -41,12 +43,6 @@ FRAME_S = 1024 / 16000
 REPLY = "Sure, here is a short answer, and I will keep on talking for a little while so that you can cut in."
 
 
-def dx(home, *args, env):
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "MODEL_URL", "MODEL_CA",
-                         "MODEL_INSECURE")}
-    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True, text=True,
-                          env={**base, "DUPLEXEVAL_CACHE": str(home / "cache"), **env}, timeout=1800)
 
 
 def failed(run: dict) -> dict:

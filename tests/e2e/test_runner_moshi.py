@@ -10,27 +10,21 @@ reuses every stage, and missing weights stop the run before any stage with a one
 """
 
 import os
-import subprocess
 
 import soundfile as sf
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 
-from ..conftest import command
+from ..conftest import dx_model, stage_dir
 from ..conftest import SUBSET_ARGS
+
+
+dx = dx_model
 
 HINT = "huggingface-cli download kyutai/moshiko-pytorch-bf16 --local-dir"
 
 
-def dx(home, *args, env=None):
-    base = {k: v for k, v in os.environ.items() if k not in ("MODEL_DIR", "MODEL_URL")}
-    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True, text=True,
-                          env={**base, "DUPLEXEVAL_CACHE": str(home / "cache"), **(env or {})}, timeout=1200)
 
-
-def stage_dir(home, run: dict, name: str):
-    (stage,) = [s for s in run["stages"] if s["name"] == name]
-    return home / "store" / stage["key"]
 
 
 ARGS = ["eval", "--model", "moshi", "--dataset", "fdb-mini", *SUBSET_ARGS, "--judge", "none", "--limit", "1",

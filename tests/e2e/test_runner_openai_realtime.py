@@ -13,8 +13,6 @@ truncate past what it delivered). The double drops one session's connection mid-
 is partial with that sample's reason, and `eval` again completes it.
 """
 
-import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -23,9 +21,13 @@ import soundfile as sf
 from duplexeval_common.jsonio import read_json, read_jsonl
 from duplexeval_common.wavio import write_wav
 
-from ..conftest import command, exact_speech
+from ..conftest import dx_model, exact_speech
 from ..conftest import SUBSET_ARGS
 from ..duplex_runner.test_openai_realtime import server  # noqa: F401  (the double's fixture)
+
+
+def dx(home, *args, env=None):
+    return dx_model(home, *args, env=env, timeout=1800)
 
 # run alone, after the parallel tests (make test): real-time sessions: a sample past the drift limit is ineligible
 pytestmark = pytest.mark.serial
@@ -46,11 +48,6 @@ FRAME_S = 0.02
 TT, UI = "synthetic_turn_taking", "synthetic_user_interruption"
 
 
-def dx(home, *args, env):
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("OPENAI_API_KEY", "MODEL_URL", "MODEL_CA", "MODEL_INSECURE")}
-    return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True, text=True,
-                          env={**base, "DUPLEXEVAL_CACHE": str(home / "cache"), **env}, timeout=1800)
 
 
 def test_openai_realtime_through_the_pipeline(tmp_path, server):  # noqa: F811

@@ -35,9 +35,10 @@ def test_moshi_runs_from_its_own_environment_and_the_others_from_the_shared_one(
     rt = LocalRuntime()
     if (REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner").is_file():
         assert rt.command("runner-moshi") == str(REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner")
-    # the cascade's source identity covers the controls package it builds on and the core
+    # the cascade's source identity covers the packages it builds on (controls; half-duplex, its turn
+    # logic) and the core
     srcs = paths.component_sources("runner-cascade")
-    assert {p.name for p in srcs} == {"cascade", "controls", "duplex-runner"}
+    assert {p.name for p in srcs} == {"cascade", "controls", "half-duplex", "duplex-runner"}
 
 
 def test_a_missing_own_environment_is_a_one_line_error(monkeypatch, tmp_path):
@@ -97,3 +98,13 @@ def test_runner_args_in_one_string_split_as_a_shell_would(tmp_path):
     r = subprocess.run([command("duplexeval"), "--home", str(tmp_path), "eval", "--model", "silence",
                         "--runner-args", 'x="unclosed'], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("error: --runner-args"), r.stderr
+
+
+def test_a_runner_reading_its_key_from_another_variable_gets_that_variable_passed_by_name():
+    from duplexeval.plan import runner_stage
+    plain = runner_stage("half-duplex", {}, [], {})
+    assert plain.network and plain.keys == ("OPENAI_API_KEY",)
+    other = runner_stage("half-duplex", {"api_key_env": "QWEN_KEY"}, [], {})
+    assert other.keys == ("OPENAI_API_KEY", "QWEN_KEY")
+    # an offline runner never becomes networked by a setting
+    assert runner_stage("silence", {"api_key_env": "X"}, [], {}).keys == ()

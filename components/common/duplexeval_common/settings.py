@@ -97,6 +97,24 @@ def from_env(value: Any, env: str) -> Any:
     return value if value is not None else os.environ.get(env, "").strip() or None
 
 
+TINY_PREFIX = "tiny:"  # a model_dir naming a runner's random-weight test model, `tiny:<seed>`
+
+
+def tiny_seed(spec: Any) -> int | None:
+    """`tiny:<seed>` -> seed (`tiny:` alone: 0); anything else -> None. A seed that is no
+    non-negative whole number raises ValueError with the one-line reason."""
+    if not isinstance(spec, str) or not spec.startswith(TINY_PREFIX):
+        return None
+    raw = spec[len(TINY_PREFIX):].strip() or "0"
+    try:
+        seed = int(raw)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise ValueError(f"model_dir {spec!r}: tiny:<seed> needs a non-negative whole number")
+    return seed
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting: its name, type(s), default and a one-line description, with what it may be."""

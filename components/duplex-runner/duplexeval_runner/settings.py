@@ -45,7 +45,7 @@ from duplexeval_common.errors import DuplexEvalError
 # the generic part (Setting, the checks and their messages) is duplexeval_common.settings; these
 # names stay importable from here for the runner packages
 from duplexeval_common.settings import (  # noqa: F401
-    FALSE, PATHS, SHOW_CHARS, TRUE, Setting, _json, _num, from_env, path_problem, whole_samples)
+    FALSE, PATHS, SHOW_CHARS, TRUE, Setting, _json, _num, from_env, path_problem, tiny_seed, whole_samples)
 
 
 class Spec(common.Spec):

@@ -63,6 +63,14 @@ def _network(package: str, runner: str, summary: str, args: dict | None = None,
 MODELS = {
     "cascade": Model("cascade", "cascade", {}, "half-duplex cascade: Silero VAD, faster-whisper tiny.en, "
                      "SmolLM2-135M, Piper"),
+    "bailing": Model("cascade", "cascade", {"profile": "bailing"}, "MTR-DuplexBench's cascade (Bailing): Silero "
+                     "VAD, SenseVoice, GPT-4o, ChatTTS; SENSEVOICE_DIR, CHATTTS_DIR, OPENAI_API_KEY",
+                     network=True, keys=("OPENAI_API_KEY",)),
+    "half-duplex": Model("half-duplex", "half-duplex", {}, "a speech-in, speech-out model answering whole turns "
+                         "(an OpenAI-compatible chat endpoint with audio, e.g. gpt-4o-audio or vLLM's Qwen-Omni), "
+                         "made full-duplex: Silero VAD endpointing, barge-in; MODEL_URL (VocalNet: "
+                         "backend=vocalnet, MODEL_DIR)", network=True, keys=("OPENAI_API_KEY",),
+                         env_args={**ENDPOINT_ENV, **WEIGHTS_ENV}),
     "silence": Model("controls", "silence", {}, "control: never speaks"),
     "fixed-latency": Model("controls", "fixed-latency", {"delay_s": 1.0},
                            "control: a fixed phrase 1.0 s after each end of user speech"),
@@ -74,6 +82,9 @@ MODELS = {
                          {"system_prompt": None}),
     "moshi": Model("moshi", "moshi", {}, "Moshi in process (Mimi + LMGen, 80 ms lockstep); weights from "
                    "MODEL_DIR (a local kyutai/moshiko-pytorch-bf16 snapshot)", env_args=WEIGHTS_ENV),
+    "dgslm": Model("dgslm", "dgslm", {}, "dGSLM in process (fairseq: HuBERT units, SpeechDLM, unit HiFi-GAN; 20 ms "
+                   "lockstep, the user stream teacher-forced per task); weights from MODEL_DIR (the public dGSLM "
+                   "checkpoints)", env_args=WEIGHTS_ENV),
     "moshi-ws": _network("moshi-ws", "moshi-ws", "a Moshi server (python -m moshi.server) over its WebSocket "
                          "byte protocol; MODEL_URL", {"profile": "moshi"}),
     "personaplex": _network("moshi-ws", "moshi-ws", "a PersonaPlex server (NVIDIA/personaplex) over the Moshi "
@@ -86,6 +97,11 @@ MODELS = {
     "gemini-live": _network("gemini-live", "gemini-live", "Gemini Live with the google-genai SDK, one session "
                             "per sample; GEMINI_API_KEY or GOOGLE_API_KEY, MODEL_URL for another endpoint",
                             keys=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "nova-sonic": _network("nova-sonic", "nova-sonic", "Amazon Nova Sonic over Bedrock's bidirectional stream "
+                           "(aws-sdk-bedrock-runtime, Python 3.12); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                           "AWS_SESSION_TOKEN, AWS_REGION, MODEL_URL for another endpoint",
+                           keys=("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                                 "AWS_DEFAULT_REGION")),
     "replay": Model("replay", "replay", {}, "scores outputs made elsewhere: output.wav of each sample of an "
                     "official-layout tree (REPLAY_TREE)", env_args={"tree": "REPLAY_TREE"}),
 }

@@ -106,6 +106,10 @@ def runner_stage(model: str, runner_args: dict | None, inputs: list, environ: di
     r_args = catalog.endpoint_args(m, {**m.runner_args, **(runner_args or {})}, environ)
     content = content_digests(r_args)
     network, keys = m.network, tuple(m.keys)
+    # a networked runner told to read its key from another variable (runner_args api_key_env, as
+    # half-duplex's and the cascade's endpoints take it) gets that variable passed by name too
+    if network and isinstance(r_args.get("api_key_env"), str) and r_args["api_key_env"] not in keys:
+        keys += (r_args["api_key_env"],)
     if examiner is not None and (examiner.get("args") or {}).get("llm") == "openai":
         network = True
         keys += (str(examiner["args"].get("api_key_env", "OPENAI_API_KEY")),)

