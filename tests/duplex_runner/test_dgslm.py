@@ -323,7 +323,7 @@ def test_the_stage_records_each_samples_mode_and_fails_only_the_bad_sample(tmp_p
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode != 0
     failed = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: candor_backchannel/0")]
-    assert len(failed) == 1 and "more than the SpeechDLM's" in failed[0], proc.stderr[-2000:]
+    assert len(failed) == 1 and "the SpeechDLM's 3072 positions leave" in failed[0], proc.stderr[-2000:]
     for subset, mode in [("synthetic_turn_taking", "turn_taking"), ("synthetic_pause_handling", "teacher_force")]:
         rec = read_json(tmp_path / "out" / "samples" / subset / "0" / "runner.json")
         assert rec["runner"] == "dgslm" and rec["clock"] == "lockstep" and rec["deterministic"] is True

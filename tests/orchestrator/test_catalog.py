@@ -108,3 +108,22 @@ def test_a_runner_reading_its_key_from_another_variable_gets_that_variable_passe
     assert other.keys == ("OPENAI_API_KEY", "QWEN_KEY")
     # an offline runner never becomes networked by a setting
     assert runner_stage("silence", {"api_key_env": "X"}, [], {}).keys == ()
+
+
+def test_an_endpoint_taken_from_openai_base_url_is_a_setting_in_the_stage_key():
+    from duplexeval.plan import endpoints, runner_stage
+    env = {"OPENAI_BASE_URL": "https://a.example/v1"}
+    hd = runner_stage("half-duplex", {}, [], env)
+    assert hd.config["runner_args"]["url"] == "https://a.example/v1" and endpoints(hd) == ["https://a.example/v1"]
+    # MODEL_URL first; a given setting over both
+    assert runner_stage("half-duplex", {}, [], {**env, "MODEL_URL": "https://b.example/v1"}
+                        ).config["runner_args"]["url"] == "https://b.example/v1"
+    assert runner_stage("half-duplex", {"url": "https://c.example/v1"}, [], {**env, "MODEL_URL": "https://b.example/v1"}
+                        ).config["runner_args"]["url"] == "https://c.example/v1"
+    assert "url" not in runner_stage("half-duplex", {}, [], {}).config["runner_args"]
+    bailing = runner_stage("bailing", {}, [], env)
+    assert bailing.config["runner_args"]["llm_url"] == "https://a.example/v1" and endpoints(bailing) == [
+        "https://a.example/v1"]
+    # another endpoint is another stage: the settings differ, so the stage key does
+    assert runner_stage("bailing", {}, [], {"OPENAI_BASE_URL": "https://d.example/v1"}).config != bailing.config
+    assert "llm_url" not in runner_stage("cascade", {}, [], env).config["runner_args"]

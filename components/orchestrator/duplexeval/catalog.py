@@ -34,7 +34,9 @@ class Model:
     summary: str = ""
     network: bool = False  # whether its runner container needs the network
     keys: tuple[str, ...] = ()  # environment variables holding its credentials (passed by name)
-    env_args: dict = field(default_factory=dict)  # runner_arg -> environment variable it defaults to
+    # runner_arg -> the environment variable it defaults to, or a tuple of them (the first one set):
+    # resolved here, so the endpoint is in the stage's key and reaches a container as a setting
+    env_args: dict = field(default_factory=dict)
 
     @property
     def component(self) -> str:
@@ -44,8 +46,9 @@ class Model:
 def endpoint_args(m: Model, given: dict, environ: dict) -> dict:
     """runner_args with the settings a model takes from the environment when not given."""
     args = dict(given)
-    for arg, var in m.env_args.items():
-        if arg not in args and environ.get(var):
+    for arg, names in m.env_args.items():
+        var = next((v for v in ((names,) if isinstance(names, str) else names) if environ.get(v)), None)
+        if arg not in args and var is not None:
             value = environ[var]
             if arg in FLAGS:
                 value = value.strip().lower() in ("1", "true", "yes", "on")
@@ -65,12 +68,12 @@ MODELS = {
                      "SmolLM2-135M, Piper"),
     "bailing": Model("cascade", "cascade", {"profile": "bailing"}, "MTR-DuplexBench's cascade (Bailing): Silero "
                      "VAD, SenseVoice, GPT-4o, ChatTTS; SENSEVOICE_DIR, CHATTTS_DIR, OPENAI_API_KEY",
-                     network=True, keys=("OPENAI_API_KEY",)),
+                     network=True, keys=("OPENAI_API_KEY",), env_args={"llm_url": "OPENAI_BASE_URL"}),
     "half-duplex": Model("half-duplex", "half-duplex", {}, "a speech-in, speech-out model answering whole turns "
                          "(an OpenAI-compatible chat endpoint with audio, e.g. gpt-4o-audio or vLLM's Qwen-Omni), "
                          "made full-duplex: Silero VAD endpointing, barge-in; MODEL_URL (VocalNet: "
                          "backend=vocalnet, MODEL_DIR)", network=True, keys=("OPENAI_API_KEY",),
-                         env_args={**ENDPOINT_ENV, **WEIGHTS_ENV}),
+                         env_args={**ENDPOINT_ENV, "url": ("MODEL_URL", "OPENAI_BASE_URL"), **WEIGHTS_ENV}),
     "silence": Model("controls", "silence", {}, "control: never speaks"),
     "fixed-latency": Model("controls", "fixed-latency", {"delay_s": 1.0},
                            "control: a fixed phrase 1.0 s after each end of user speech"),

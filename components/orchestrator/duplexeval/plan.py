@@ -131,9 +131,9 @@ def judge_stage(judge: str, judge_args: dict | None, inputs: list, environ: dict
 
 
 def endpoints(spec: StageSpec) -> list[str]:
-    """The URLs a networked stage will reach (runner `url`, judge `base_url`)."""
+    """The URLs a networked stage will reach (runner `url` or `llm_url`, judge `base_url`)."""
     args = spec.config.get("runner_args") or spec.config.get("judge_args") or {}
-    return [v for k, v in sorted(args.items()) if k in ("url", "base_url") and isinstance(v, str) and v]
+    return [v for k, v in sorted(args.items()) if k in ("url", "llm_url", "base_url") and isinstance(v, str) and v]
 
 
 @dataclass
