@@ -162,6 +162,40 @@ def stage_dir(home, run: dict, name: str):
     return home / "store" / stage["key"]
 
 
+def tiny_eval_in_own_env(home, args: list, component: str) -> tuple[dict, object, object, list[str]]:
+    """`duplexeval eval ARGS` of an in-process runner with MODEL_DIR=tiny:0 run from its own environment
+    (.venvs/<component>): the run is ok, its runner stage ran there with model_dir tiny:0, and every
+    output.wav has its input's length and rate. Returns (run.json, runner dir, dataset dir, sample keys)."""
+    from duplexeval_common.jsonio import read_json
+    import soundfile as sf
+    first = dx_model(home, *args, env={"MODEL_DIR": "tiny:0"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    run = read_json(home / "runs" / "latest" / "run.json")
+    assert run["status"] == "ok" and run["missing"] == {}
+    (runner_stage,) = [s for s in run["stages"] if s["name"] == "runner"]
+    assert runner_stage["component"] == component
+    assert runner_stage["provenance"]["environment"].endswith(os.path.join(".venvs", component))
+    assert runner_stage["config"]["runner_args"]["model_dir"] == "tiny:0"   # from MODEL_DIR
+    runner, dataset = stage_dir(home, run, "runner"), stage_dir(home, run, "dataset")
+    keys = sorted(read_json(runner / "stage.json")["samples"])
+    for key in keys:
+        i = sf.info(str(dataset / "samples" / key / "input.wav"))
+        o = sf.info(str(runner / "samples" / key / "output.wav"))
+        assert (o.frames, o.samplerate) == (i.frames, i.samplerate), key
+    return run, runner, dataset, keys
+
+
+def assert_scored_then_cached(home, run: dict, args: list) -> None:
+    """Every subset of the run scored in full, and the same eval again reuses every stage."""
+    from duplexeval_common.jsonio import read_json
+    metrics = read_json(stage_dir(home, run, "aggregate") / "metrics.json")["subsets"]
+    assert all(m["coverage"] == 1 for m in metrics.values())
+    again = dx_model(home, *args, env={"MODEL_DIR": "tiny:0"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    run2 = read_json(home / "runs" / "latest" / "run.json")
+    assert all(s["cached"] for s in run2["stages"])
+
+
 def tts_synth(inp, out, config: dict):
     """`tts-synth run` of one input folder into out, with config written beside out."""
     import json

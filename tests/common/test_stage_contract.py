@@ -55,6 +55,20 @@ def test_stage_writes_outputs_and_record(tmp_path):
     assert "[toy] 4/4" in r.stderr  # progress
 
 
+def test_the_record_holds_the_peak_memory_of_the_stage_and_of_its_children(tmp_path):
+    ds = make_dataset(tmp_path / "ds", n=1)
+    timings = []
+    for name, cfg in (("plain", {}), ("holds", {"hold_mib": 300}), ("child", {"child_mib": 200})):
+        (tmp_path / name).mkdir()
+        r = run_toy(ds, tmp_path / name / "out", cfg)
+        assert r.returncode == 0, r.stderr
+        timings.append(read_json(tmp_path / name / "out" / "stage.json")["timings"])
+    plain, holds, child = timings
+    assert holds["peak_rss_mib"] >= 300 and holds["peak_rss_mib"] - plain["peak_rss_mib"] >= 250, timings
+    assert child["peak_rss_children_mib"] >= 200 > child["peak_rss_mib"], timings
+    assert plain["peak_rss_children_mib"] < 200, timings
+
+
 def test_failed_sample_is_recorded_and_others_complete(tmp_path):
     ds = make_dataset(tmp_path / "ds")
     (ds / "samples/synthetic_pause_handling/2/input.wav").write_bytes(b"not a wav")

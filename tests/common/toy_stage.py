@@ -28,6 +28,19 @@ def setup(config):
     # Stands for a model load; {"setup_fails": true} makes it fail like a missing model.
     if config.get("setup_fails"):
         raise DuplexEvalError("model not available: pip install toy-model")
+    # {"hold_mib": n}: this process holds n MiB while it runs (pages touched);
+    # {"child_mib": m}: a child process held m MiB and ended (the record's peak of children)
+    global _held
+    if config.get("hold_mib"):
+        import numpy as np
+        _held = np.ones(int(config["hold_mib"]) << 17)  # float64: 2**17 per MiB
+    if config.get("child_mib"):
+        import subprocess
+        subprocess.run([sys.executable, "-c", f"b = bytearray({int(config['child_mib'])} << 20); b[::4096] = b'x' * len(b[::4096])"],
+                       check=True)
+
+
+_held = None
 
 
 def finalize(sctx):

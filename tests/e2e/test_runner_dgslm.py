@@ -10,14 +10,12 @@ mode of its task (runner.json), every output is its input's length and rate, a s
 every stage, and a MODEL_DIR missing a file stops the run before any stage with one line naming it.
 """
 
-import os
-
 import pytest
 import soundfile as sf
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 
-from ..conftest import dx_model, stage_dir
+from ..conftest import assert_scored_then_cached, dx_model, tiny_eval_in_own_env
 
 
 dx = dx_model
@@ -29,32 +27,15 @@ MODES = {"synthetic_pause_handling": ("teacher_force", ["teacher_force"]),
          "synthetic_turn_taking": ("turn_taking", ["prefix", "respond"]),
          "synthetic_user_interruption": ("interruption", ["context", "respond", "interruption", "respond_2"])}
 
-
-
-
-
 ARGS = ["eval", "--model", "dgslm", "--dataset", "fdb-mini", "--judge", "none", "--limit", "1",
         "--runner-arg", "threads=1", "--runner-arg", "hubert_context=10", "--runner-arg", "vocoder_context=8"]
 
 
 def test_tiny_dgslm_runs_every_fdb_task_in_its_mode_from_its_own_environment(tmp_path):
-    first = dx(tmp_path, *ARGS, env={"MODEL_DIR": "tiny:0"})
-    assert first.returncode == 0, first.stderr[-3000:]
-    run = read_json(tmp_path / "runs" / "latest" / "run.json")
-    assert run["status"] == "ok" and run["missing"] == {}
-    (runner_stage,) = [s for s in run["stages"] if s["name"] == "runner"]
-    assert runner_stage["component"] == "runner-dgslm"
-    assert runner_stage["provenance"]["environment"].endswith(os.path.join(".venvs", "runner-dgslm"))
-    assert runner_stage["config"]["runner_args"]["model_dir"] == "tiny:0"   # from MODEL_DIR
-
-    runner = stage_dir(tmp_path, run, "runner")
-    dataset = stage_dir(tmp_path, run, "dataset")
-    keys = sorted(read_json(runner / "stage.json")["samples"])
+    run, runner, dataset, keys = tiny_eval_in_own_env(tmp_path, ARGS, "runner-dgslm")
     assert sorted(k.split("/")[0] for k in keys) == sorted(MODES)
     for key in keys:
         i = sf.info(str(dataset / "samples" / key / "input.wav"))
-        o = sf.info(str(runner / "samples" / key / "output.wav"))
-        assert (o.frames, o.samplerate) == (i.frames, i.samplerate), key
         rec = read_json(runner / "samples" / key / "runner.json")
         assert rec["runner"] == "dgslm" and rec["clock"] == "lockstep" and rec["deterministic"] is True
         assert rec["models"]["dgslm"]["seed"] == 0 and rec["profile"]["name"] == "dgslm"
@@ -64,13 +45,7 @@ def test_tiny_dgslm_runs_every_fdb_task_in_its_mode_from_its_own_environment(tmp
         assert rec["stats"]["steps"] == -(-round(i.frames * 16000 / i.samplerate) // 320)
         events = read_jsonl(runner / "samples" / key / "events.jsonl")
         assert [e["phase"] for e in events if e.get("event") == "phase"] == phases
-    metrics = read_json(stage_dir(tmp_path, run, "aggregate") / "metrics.json")["subsets"]
-    assert all(m["coverage"] == 1 for m in metrics.values())
-
-    again = dx(tmp_path, *ARGS, env={"MODEL_DIR": "tiny:0"})
-    assert again.returncode == 0, again.stderr[-3000:]
-    run2 = read_json(tmp_path / "runs" / "latest" / "run.json")
-    assert all(s["cached"] for s in run2["stages"])
+    assert_scored_then_cached(tmp_path, run, ARGS)
 
 
 def test_a_model_dir_missing_a_file_stops_the_run_with_one_line(tmp_path):

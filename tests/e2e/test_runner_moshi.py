@@ -9,46 +9,26 @@ environment, every output is its input's length and rate, the records say what r
 reuses every stage, and missing weights stop the run before any stage with a one-line hint.
 """
 
-import os
-
 import soundfile as sf
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 
-from ..conftest import dx_model, stage_dir
-from ..conftest import SUBSET_ARGS
+from ..conftest import SUBSET_ARGS, assert_scored_then_cached, dx_model, tiny_eval_in_own_env
 
 
 dx = dx_model
 
 HINT = "huggingface-cli download kyutai/moshiko-pytorch-bf16 --local-dir"
 
-
-
-
-
 ARGS = ["eval", "--model", "moshi", "--dataset", "fdb-mini", *SUBSET_ARGS, "--judge", "none", "--limit", "1",
         "--runner-arg", "threads=1"]
 
 
 def test_tiny_moshi_through_the_pipeline_from_its_own_environment(tmp_path):
-    first = dx(tmp_path, *ARGS, env={"MODEL_DIR": "tiny:0"})
-    assert first.returncode == 0, first.stderr[-3000:]
-    run = read_json(tmp_path / "runs" / "latest" / "run.json")
-    assert run["status"] == "ok" and run["missing"] == {}
-    (runner_stage,) = [s for s in run["stages"] if s["name"] == "runner"]
-    assert runner_stage["component"] == "runner-moshi"
-    assert runner_stage["provenance"]["environment"].endswith(os.path.join(".venvs", "runner-moshi"))
-    assert runner_stage["config"]["runner_args"]["model_dir"] == "tiny:0"   # from MODEL_DIR
-
-    runner = stage_dir(tmp_path, run, "runner")
-    dataset = stage_dir(tmp_path, run, "dataset")
-    keys = sorted(read_json(runner / "stage.json")["samples"])
+    run, runner, dataset, keys = tiny_eval_in_own_env(tmp_path, ARGS, "runner-moshi")
     assert len(keys) == 3
     for key in keys:
         i = sf.info(str(dataset / "samples" / key / "input.wav"))
-        o = sf.info(str(runner / "samples" / key / "output.wav"))
-        assert (o.frames, o.samplerate) == (i.frames, i.samplerate), key
         rec = read_json(runner / "samples" / key / "runner.json")
         assert rec["runner"] == "moshi" and rec["clock"] == "lockstep" and rec["deterministic"] is True
         assert rec["models"]["moshi"]["seed"] == 0 and rec["models"]["moshi"]["version"] == "0.2.13"
@@ -56,13 +36,7 @@ def test_tiny_moshi_through_the_pipeline_from_its_own_environment(tmp_path):
         assert rec["stats"]["steps"] == -(-round(i.frames * 24000 / i.samplerate) // 1920)
         events = read_jsonl(runner / "samples" / key / "events.jsonl")
         assert any(e["type"] == "text" for e in events)
-    metrics = read_json(stage_dir(tmp_path, run, "aggregate") / "metrics.json")["subsets"]
-    assert all(m["coverage"] == 1 for m in metrics.values())
-
-    again = dx(tmp_path, *ARGS, env={"MODEL_DIR": "tiny:0"})
-    assert again.returncode == 0, again.stderr[-3000:]
-    run2 = read_json(tmp_path / "runs" / "latest" / "run.json")
-    assert all(s["cached"] for s in run2["stages"])
+    assert_scored_then_cached(tmp_path, run, ARGS)
 
 
 def test_missing_weights_stop_the_run_with_a_one_line_hint(tmp_path):

@@ -288,13 +288,25 @@ class Stage:
             "samples": {k: redact(statuses[k]) for k in sorted(statuses)},  # reasons may quote a URL
             "shard": list(shard),
             "environment": environment_record(),
-            "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3)},
+            "timings": {"started": round(t0, 3), "seconds": round(time.time() - t0, 3), **peak_memory()},
         }
         if notes:
             record["invocation_notes"] = redact(notes)
         name = STAGE_RECORD if shard[1] == 1 else f"stage.shard-{shard[0]}-of-{shard[1]}.json"
         schemas.validate("stage", record, name)
         atomic_write_json(output / name, record)
+
+
+def peak_memory() -> dict:
+    """The peak resident memory so far, in MiB, of this process and of the largest of its ended child
+    processes (worker pools, an engine's subprocess); the stage record's timings, like its seconds."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return {}
+    kib = lambda who: resource.getrusage(who).ru_maxrss  # noqa: E731  (Linux: KiB)
+    return {"peak_rss_mib": round(kib(resource.RUSAGE_SELF) / 1024, 1),
+            "peak_rss_children_mib": round(kib(resource.RUSAGE_CHILDREN) / 1024, 1)}
 
 
 def _is_record(name: str) -> bool:
