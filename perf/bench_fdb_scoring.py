@@ -328,7 +328,7 @@ def run_official(official: Path, tree: Path, work: Path) -> tuple[dict, float, f
 # ---------------------------------------------------------------- ours
 
 def aggregator(tree: Path, out: Path, cache: Path, icc: Path, jobs: int, *extra: str) -> tuple[float, float]:
-    cmd = [sys.executable, "-m", "duplexeval_aggregator.cli", "fdb-v1", "--tree", str(tree),
+    cmd = [sys.executable, "-m", "duplexeval_aggregator.cli", "score", "--benchmark", "fdb-v1", "--tree", str(tree),
            "--out", str(out), "--icc-gt", str(icc), "--cache-dir", str(cache), "--jobs", str(jobs),
            "--quiet", *extra]
     _, wall, cpu = timed(cmd, check=True)
@@ -340,9 +340,10 @@ import sys
 from pathlib import Path
 from duplexeval_fdb_v1.score import score
 tree, cache, jobs = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-samples = score._load_samples(tree, {})
-ju, jo = score._vad_jobs(tree, samples)
-score._probabilities(ju, jo, cache, "onnx", jobs, True)
+samples, names = score._load_samples(tree, {})
+ju, jo = score._vad_jobs(tree, samples, names)
+cf = [(p, feed, T / 1e6) for _, _, p, feed, T in score._cf_jobs(samples)]
+score._probabilities(ju, jo, cache, "onnx", jobs, True, cf)
 '''
 
 
@@ -356,8 +357,8 @@ def segments_agree(tree: Path, cache_onnx: Path, cache_jit: Path) -> tuple[int, 
     from duplexeval_fdb_v1.score import score
     from duplexeval_common.vad import official_segments, unified_segments
     from duplexeval_common.vadcache import ProbStore, sha256_file
-    samples = score._load_samples(tree, {})
-    ju, jo = score._vad_jobs(tree, samples)
+    samples, names = score._load_samples(tree, {})
+    ju, jo = score._vad_jobs(tree, samples, names)
     stores = ProbStore(cache_onnx, "onnx"), ProbStore(cache_jit, "jit")
     same = total = 0
     for path, feed, _ in ju + jo:
