@@ -298,14 +298,21 @@ class Stage:
 
 
 def peak_memory() -> dict:
-    """The peak resident memory so far, in MiB, of this process and of the largest of its ended child
-    processes (worker pools, an engine's subprocess); the stage record's timings, like its seconds."""
+    """The peak resident memory so far, in MiB, of this program (Linux: VmHWM, since it was started) and
+    of the largest of its ended child processes (worker pools, an engine's subprocess; getrusage, which
+    counts what a forked child shared with its parent: an upper bound); the stage record's timings."""
     try:
         import resource
     except ImportError:  # not a POSIX system
         return {}
     kib = lambda who: resource.getrusage(who).ru_maxrss  # noqa: E731  (Linux: KiB)
-    return {"peak_rss_mib": round(kib(resource.RUSAGE_SELF) / 1024, 1),
+    own = kib(resource.RUSAGE_SELF)
+    try:  # since this program started: ru_maxrss keeps the peak of the process it was forked from
+        with open("/proc/self/status") as f:
+            own = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return {"peak_rss_mib": round(own / 1024, 1),
             "peak_rss_children_mib": round(kib(resource.RUSAGE_CHILDREN) / 1024, 1)}
 
 
