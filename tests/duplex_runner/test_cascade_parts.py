@@ -81,7 +81,7 @@ def test_a_failing_llm_endpoint_fails_the_sample_with_one_line(chat, speech, mon
 
 @pytest.mark.parametrize("where", ["setting", "environment"])
 def test_a_key_is_never_sent_to_a_clear_text_llm_endpoint(where, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "planted-cascade-key-4242ACE")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     url = "http://example.com/v1"
     if where == "environment":                                   # $OPENAI_BASE_URL is checked as llm_url is
@@ -90,7 +90,7 @@ def test_a_key_is_never_sent_to_a_clear_text_llm_endpoint(where, monkeypatch):
     with pytest.raises(DuplexEvalError) as exc:
         CascadeRunner(seed=7, llm_backend="openai", llm_url=url, llm_model="double")
     msg = str(exc.value)
-    assert "not encrypted" in msg and "example.com" in msg and "sk-planted" not in msg and "\n" not in msg
+    assert "not encrypted" in msg and "example.com" in msg and "planted-cascade-key" not in msg and "\n" not in msg
 
 
 def test_an_asr_aligner_backend_transcribes_the_turn(speech):

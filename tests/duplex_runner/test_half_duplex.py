@@ -31,7 +31,7 @@ from duplexeval_runner_half_duplex.runner import HalfDuplexRunner  # noqa: E402
 
 SCRIPT = Path(__file__).with_name("audio_chat_server.py")
 SR, OUT_SR = 16000, 24000
-KEY = "sk-test-hd-0123456789abcdefSECRET"
+KEY = "planted-hd-key-0123456789abcdefACE"   # a test value, not shaped like a real key
 SUBSET = "synthetic_user_interruption"
 
 

@@ -31,7 +31,7 @@ dx = dx_model
 pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).resolve().parents[1] / "duplex_runner" / "audio_chat_server.py"
-KEY = "sk-e2e-half-duplex-0123456789SECRET"
+KEY = "planted-hd-e2e-key-0123456789ACE"   # a test value, not shaped like a real key
 REPLY = ("Sure, here is a short answer. It has a few sentences, and it keeps going for a little while, "
          "so that you can hear it.")
 FIXED, MIN_SILENCE, CHUNK = 0.3, 0.5, 0.032
