@@ -91,3 +91,37 @@ def test_batched_rows_equal_single_files(speak):
     for clip, probs in zip(clips, together):
         assert len(probs) == -(-len(clip) // 512)
         assert np.array_equal(probs, vadcache.speech_probs_many([clip])[0])
+
+
+def test_sequence_model_equals_the_stock_model_over_several_blocks(speak):
+    """silero's sequence export runs in place of silero_vad.onnx only where every probability
+    is the same float: over a file of three blocks of windows (state carried between calls)."""
+    vadcache._init_worker("onnx")
+    if vadcache._SEQUENCE is None:
+        pytest.skip("the sequence model's self-check failed on this machine (the stock model runs)")
+    a = speak("Could you say that again, a little slower please?", 16000)
+    gap = np.zeros(5000, np.float32)
+    long = np.concatenate([a, gap] * 40)[: (2 * vadcache.SEQUENCE_BLOCK + 100) * 512 + 77]
+    got = vadcache.speech_probs(long)
+    stock = vadcache._onnx_rows(vadcache._padded(long, len(got))[None, :])[0]
+    assert len(got) == 2 * vadcache.SEQUENCE_BLOCK + 101
+    assert np.array_equal(got, stock) and (got > 0.5).any() and (got < 0.35).any()
+    assert vad.model_info("onnx")["sequence_model"]["file"] == vad.SEQUENCE_FILE
+
+
+def test_a_sequence_model_that_differs_is_not_used():
+    """The self-check refuses an engine whose probabilities move by one float step."""
+    vadcache._init_worker("onnx")
+
+    class OffByOne:
+        def __init__(self, real):
+            self.real = real
+
+        def run(self, names, feeds):
+            p, h, c = self.real.run(names, feeds)
+            return np.nextafter(p, np.float32(1)), h, c
+
+    real = vadcache._SEQUENCE or vadcache._session(
+        str(vadcache.Path(vad.model_info("onnx")["path"]).parent / vad.SEQUENCE_FILE))
+    assert vadcache._sequence_self_check(real) == (vadcache._SEQUENCE is not None)
+    assert not vadcache._sequence_self_check(OffByOne(real))

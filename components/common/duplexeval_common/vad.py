@@ -22,6 +22,11 @@ import numpy as np
 SR = 16000
 WINDOW = 512  # samples per probability at 16 kHz
 MODEL_FILES = {"onnx": "silero_vad.onnx", "jit": "silero_vad.jit"}
+# silero-vad's "sequence" export of the same 16 kHz network (silero_vad.sequence_vad): one
+# ONNX call runs a block of windows, the LSTM inside the graph. Where its probabilities are
+# bit-equal to MODEL_FILES["onnx"]'s (checked at each worker's start, vadcache.py) it runs in
+# its place; the probabilities, the cache and the record stay those of MODEL_FILES["onnx"].
+SEQUENCE_FILE = "silero_vad_16k_sequence.onnx"
 
 # eval_backchannel.py: get_speech_timestamps(wav, model, return_seconds=True), library
 # defaults, no sampling_rate (so every file is taken as 16 kHz).
@@ -46,9 +51,15 @@ def _data_dir() -> Path:
 def model_info(backend: str) -> dict:
     path = _data_dir() / MODEL_FILES[backend]
     h = hashlib.sha256(path.read_bytes()).hexdigest()
-    return {"package": "silero-vad", "version": importlib.metadata.version("silero-vad"),
+    info = {"package": "silero-vad", "version": importlib.metadata.version("silero-vad"),
             "backend": backend, "model_file": MODEL_FILES[backend], "model_sha256": h,
             "path": str(path)}
+    seq = path.parent / SEQUENCE_FILE
+    if backend == "onnx" and seq.is_file():
+        info["sequence_model"] = {"file": SEQUENCE_FILE,
+                                  "sha256": hashlib.sha256(seq.read_bytes()).hexdigest(),
+                                  "used": "where bit-equal to model_file (checked at worker start)"}
+    return info
 
 
 def unified_feed(sr: int, channels: int) -> str:

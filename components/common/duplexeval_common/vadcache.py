@@ -108,20 +108,32 @@ class ProbStore:
 _MODEL = None
 BATCH = 8           # files run side by side through the ONNX model (one row each)
 _BATCH_OK = False   # set by the worker's self-check: batched rows equal single runs bit for bit
+_SEQUENCE = None    # the sequence model's session, when its self-check passed
+SEQUENCE_BLOCK = 512  # windows per call of the sequence model (silero's default, 16.4 s)
+CONTEXT = 64        # samples of the previous window each window is fed with
+
+
+def _session(path: str):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.inter_op_num_threads = 1
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3  # the sequence export's unused initializers are not news
+    return ort.InferenceSession(path, providers=["CPUExecutionProvider"], sess_options=opts)
 
 
 def _init_worker(backend: str) -> None:
-    global _MODEL, _BATCH_OK
+    global _MODEL, _BATCH_OK, _SEQUENCE
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _SEQUENCE = None
     if backend == "onnx":
-        import onnxruntime as ort
-        opts = ort.SessionOptions()
-        opts.inter_op_num_threads = 1
-        opts.intra_op_num_threads = 1
-        sess = ort.InferenceSession(model_info("onnx")["path"], providers=["CPUExecutionProvider"],
-                                    sess_options=opts)
-        _MODEL = ("onnx", sess)
+        info = model_info("onnx")
+        _MODEL = ("onnx", _session(info["path"]))
         _BATCH_OK = _batch_self_check()
+        if "sequence_model" in info:
+            seq = _session(str(Path(info["path"]).parent / info["sequence_model"]["file"]))
+            if _sequence_self_check(seq):
+                _SEQUENCE = seq
     else:
         import torch
         torch.set_num_threads(1)
@@ -158,6 +170,35 @@ def _batch_self_check() -> bool:
     return all(np.array_equal(together[k], _onnx_rows(x[k:k + 1])[0]) for k in range(len(x)))
 
 
+def _sequence_rows(sess, x: np.ndarray, block: int = SEQUENCE_BLOCK) -> np.ndarray:
+    """Probabilities of one zero-padded signal (windows * 512,) from the sequence model: each
+    window with the last 64 samples of the one before (zeros first), `block` windows per
+    call, the LSTM's h and c carried from call to call, as the stock model carries its state."""
+    frames = x.reshape(-1, WINDOW)
+    ctx = np.zeros((len(frames), CONTEXT), np.float32)
+    ctx[1:] = frames[:-1, -CONTEXT:]
+    fed = np.concatenate([ctx, frames], axis=1)
+    h = np.zeros((1, 1, 128), np.float32)
+    c = np.zeros((1, 1, 128), np.float32)
+    out = np.empty(len(frames), np.float32)
+    for i in range(0, len(frames), block):
+        p, h, c = sess.run(None, {"input": fed[i:i + block], "h": h, "c": c})
+        out[i:i + block] = p
+    return out
+
+
+def _sequence_self_check(sess) -> bool:
+    """The sequence model's probabilities equal the stock model's bit for bit, across a call
+    boundary (a whole block, as the files' calls are, and a short one), on low and loud noise."""
+    rng = np.random.default_rng(1)
+    n = (SEQUENCE_BLOCK + 8) * WINDOW
+    for level in (0.02, 0.5):
+        x = (rng.standard_normal(n) * level).astype(np.float32)
+        if not np.array_equal(_sequence_rows(sess, x), _onnx_rows(x[None, :])[0]):
+            return False
+    return True
+
+
 def _padded(audio: np.ndarray, windows: int) -> np.ndarray:
     out = np.zeros(windows * WINDOW, np.float32)
     out[:len(audio)] = audio
@@ -177,6 +218,8 @@ def speech_probs_many(audios: list[np.ndarray]) -> list[np.ndarray]:
     kind, model = _MODEL
     windows = [-(-len(a) // WINDOW) for a in audios]
     if kind == "onnx":
+        if _SEQUENCE is not None:
+            return [_sequence_rows(_SEQUENCE, _padded(a, w)) for a, w in zip(audios, windows)]
         if _BATCH_OK and len(audios) > 1:
             rows = _onnx_rows(np.stack([_padded(a, max(windows)) for a in audios]))
             return [rows[k, :w].copy() for k, w in enumerate(windows)]

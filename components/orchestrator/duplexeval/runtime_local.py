@@ -19,6 +19,7 @@ runs the stage lives, not only as long as the orchestrator does.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -75,6 +76,24 @@ def _exited(proc: subprocess.Popen) -> bool:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:  # already reaped
         return True
+
+
+def _exit_waiter(proc: subprocess.Popen):
+    """wait(seconds) -> whether the stage process has exited, waking as soon as it does (a
+    pidfd readable on exit, not reaping it) instead of at the end of a sleep; a sleep where the
+    kernel has no pidfd."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        def wait(seconds: float) -> bool:
+            time.sleep(seconds)
+            return _exited(proc)
+        return wait, lambda: None
+
+    def wait(seconds: float) -> bool:
+        select.select([fd], [], [], seconds)
+        return _exited(proc)
+    return wait, lambda: os.close(fd)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -170,9 +189,9 @@ class LocalRuntime:
             pass
         t0 = time.monotonic()
         last_mem = 0.0
+        wait, close = _exit_waiter(proc)
         try:
-            while not _exited(proc):
-                time.sleep(_POLL_S)
+            while not _exited(proc) and not wait(_POLL_S):
                 now = time.monotonic()
                 if now - t0 > limits.timeout_s:
                     reason = f"timed out after {limits.timeout_s:g} s (the stage timeout) and was killed"
@@ -191,6 +210,7 @@ class LocalRuntime:
             _kill_group(proc)
             raise
         finally:
+            close()
             proc.wait()
             pump.join(timeout=10)
             relay.close()
