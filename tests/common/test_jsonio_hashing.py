@@ -1,5 +1,6 @@
 import os
 
+import jsonschema
 import pytest
 
 from duplexeval_common import hashing, jsonio, schemas
@@ -66,7 +67,10 @@ def test_every_schema_is_valid_draft_2020_12():
     for folder, named in sets:
         for p in sorted(folder.glob("*.schema.json")):
             name = named(p.name[: -len(".schema.json")])
-            schemas._validator(name)  # check_schema raises on an invalid schema
+            schema = schemas.load_schema(name)
+            # every schema against its metaschema here, so that validation at run time need not
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            schemas._validator(name)
             assert schemas.load_schema(name)["$schema"].endswith("2020-12/schema")
 
 

@@ -77,10 +77,10 @@ def load_schema(name: "str | Schema") -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _validator(name: "str | Schema") -> jsonschema.protocols.Validator:
+    # Each schema is checked against its metaschema by tests/common/test_jsonio_hashing.py
+    # (they are the repository's files), not at every start: 50 ms of every stage.
     schema = load_schema(name)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def problem(name: "str | Schema", obj: Any) -> str | None:

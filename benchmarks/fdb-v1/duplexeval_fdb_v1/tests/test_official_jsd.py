@@ -58,6 +58,30 @@ def test_equal_on_the_official_ground_truth():
         assert official._jsd(pred, T, gt) == float(_scipy_jsd(pred, T, gt)), spk
 
 
+def test_relative_entropy_equals_scipys_ufunc():
+    """_rel_entr against scipy.special.rel_entr on pairs of every kind: ratios near 1 (the
+    log1p branch), far from it, the branch edges 0.5 and 2, zeros, negatives, nan and inf."""
+    from scipy.special import rel_entr
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.random(100_000) ** 3, rng.random(20_000)])
+    y = np.concatenate([rng.random(100_000) ** 3, x[100_000:] * rng.uniform(0.45, 2.2, 20_000)])
+    edge = np.array([0.0, 0.0, -1.0, 1.0, np.nan, 1.0, np.inf, 1.0, 0.5, 2.0, 1e-300, 1.0])
+    edge_y = np.array([0.0, 1.0, 1.0, -1.0, 1.0, np.nan, 1.0, np.inf, 1.0, 1.0, 1.0, 1e-300])
+    x, y = np.concatenate([x, edge, 2 * edge_y]), np.concatenate([y, edge_y, edge_y])
+    ours = np.array([official._rel_entr(a, b) for a, b in zip(x.tolist(), y.tolist())])
+    assert np.array_equal(ours, rel_entr(x, y), equal_nan=True)
+
+
+def test_scoring_imports_no_scipy():
+    import subprocess
+    import sys
+    code = ("import sys; from duplexeval_fdb_v1.score import official; "
+            "official._jsd([(0.1, 0.9), (2.0, 2.4)], 3.0, [0.1, 0.5, 0.3, 0.1]); "
+            "print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_edge_cases_go_to_scipy():
     """A one-point or integer ground truth takes SciPy's own path: whatever interp1d makes of
     it (nan included), the official line makes too."""
