@@ -15,7 +15,7 @@ sample's timeline, with word times spread over each utterance. It then times, in
              cold cache, same worker pool
   off-only   aggregator fdb-v1 --official-only, cold cache
   cold       aggregator fdb-v1 (both columns), cold cache
-  warm       aggregator fdb-v1 again on the same cache (a rescore)
+  warm       aggregator fdb-v1 again on the same cache into a new folder (a rescore), 3 times, the median
 
 and checks that every official number of ours equals the official scripts' to 1e-9.
 With --jit-check it also scores with --vad-backend jit and checks the unified rows (VAD
@@ -409,14 +409,22 @@ def main() -> None:
     theirs, t_official, c_official = run_official(args.official, tree, work)
     (tree / "judge.json").write_text(json.dumps({"judge": "stub", "model": "stub-hash-judge",
                                                  "official": False}))
-    for d in ("cache-vad", "cache-off", "cache-both", "out-off", "out-both", "out-jit", "cache-jit"):
+    for d in ("cache-vad", "cache-off", "cache-both", "out-off", "out-both", "out-jit", "cache-jit",
+              "out-warm-0", "out-warm-1", "out-warm-2"):
         shutil.rmtree(work / d, ignore_errors=True)
     t_vad, c_vad = vad_alone(tree, work / "cache-vad", args.jobs)
     t_off, c_off = aggregator(tree, work / "out-off", work / "cache-off", icc, args.jobs, "--official-only")
     t_cold, c_cold = aggregator(tree, work / "out-both", work / "cache-both", icc, args.jobs)
     first = (work / "out-both" / "unified.json").read_bytes()
-    t_warm, c_warm = aggregator(tree, work / "out-both", work / "cache-both", icc, args.jobs)
-    same = first == (work / "out-both" / "unified.json").read_bytes()
+    # the rescore into a new folder, three times (a second is noisy): the median is reported
+    warm = []
+    same = True
+    for i in range(3):
+        out_i = work / f"out-warm-{i}"
+        shutil.rmtree(out_i, ignore_errors=True)
+        warm.append(aggregator(tree, out_i, work / "cache-both", icc, args.jobs))
+        same = same and first == (out_i / "unified.json").read_bytes()
+    t_warm, c_warm = sorted(warm)[1]
     load1 = os.getloadavg()[0]
 
     ours = json.loads((work / "out-both" / "metrics.json").read_text())
@@ -436,10 +444,11 @@ def main() -> None:
     print(f"{'ours, official column only':28}{t_off:8.1f}{c_off:8.1f}   to official "
           f"{t_off / t_official:.3f}; {c_off / c_official:.3f}  (target <= 0.333)")
     print(f"{'ours, both columns, cold':28}{t_cold:8.1f}{c_cold:8.1f}   to official "
-          f"{t_cold / t_official:.3f}; {c_cold / c_official:.3f}  (<= 1.5), to VAD alone "
+          f"{t_cold / t_official:.3f}; {c_cold / c_official:.3f}  (<= 0.5), to VAD alone "
           f"{t_cold / t_vad:.3f}; {c_cold / c_vad:.3f}  (<= 1.25)")
-    print(f"{'ours, both columns, warm':28}{t_warm:8.1f}{c_warm:8.1f}   to official "
-          f"{t_warm / t_official:.3f}; {c_warm / c_official:.3f}  (<= 0.1)")
+    print(f"{'ours, both columns, warm':28}{t_warm:8.2f}{c_warm:8.2f}   to official "
+          f"{t_warm / t_official:.3f}; {c_warm / c_official:.3f}  (<= 0.05; the median of "
+          f"{', '.join(f'{w:.2f}' for w, _ in warm)} s, each into a new folder)")
     if args.jit_check:
         t_jit, _ = aggregator(tree, work / "out-jit", work / "cache-jit", icc, args.jobs, "--vad-backend", "jit")
         a = (work / "out-both" / "unified-samples.jsonl").read_text()
