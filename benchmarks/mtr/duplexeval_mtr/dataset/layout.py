@@ -17,9 +17,10 @@ I round, at `interrupt_at` of the previous response's full length (that response
 CUT_AFTER_S after the interruption start); a P round's turn is two pieces with `pause.length_s`
 of silence between; the GT response starts `reply_gap_s` after C_k ends (never before the
 previous response's end); a B round's background line starts at `background.at` of the
-response's full length and is moved earlier (never before 1/4 of it) when it would end later than
-BG_END_MARGIN_S before the response's end, or later than INTERRUPT_MARGIN_S before the next
-round's interruption; when it cannot fit, LayoutError. The dialogue ends TAIL_S after the last
+response's full length and is moved earlier when it would end later than BG_END_MARGIN_S before
+the response's end, or later than INTERRUPT_MARGIN_S before the next round's interruption: to 1/4
+of the response at the earliest, unless the line is too long to end in time from there, when it
+starts as late as it can (never before the response starts); when it cannot fit, LayoutError. The dialogue ends TAIL_S after the last
 response. Round k's window is [C_k.start, C_{k+1}.end] with C_{k+1} muted; the last round's
 window ends at the dialogue end.
 
@@ -220,11 +221,12 @@ def _layout_rounds(dialogue: dict, ps: list[Piece], n: dict, sr: int) -> Layout:
         if k < len(rounds) and rounds[k]["features"][0] == "I":
             limit = min(limit, turns[k][0] - _n(INTERRUPT_MARGIN_S, sr))
         d = n[f"{rk}.background"]
+        # at `at`, earlier to end by `limit`; not before 1/4 of the response unless the line is
+        # too long to start there, then as late as it fits, never before the response starts
         bs = min(ms + _frac(r["background"]["at"], full), limit - d)
-        if bs < ms + _frac(0.25, full):
+        if bs < ms:
             raise LayoutError(f"round {k}: the background line ({d / sr:.2f} s) does not fit inside the "
-                              f"response ({full / sr:.2f} s) between 1/4 of it and "
-                              f"{(limit - ms) / sr:.2f} s")
+                              f"response ({full / sr:.2f} s) before {(limit - ms) / sr:.2f} s of it")
         place[f"{rk}.background"] = [bs, bs + d, k, "background", "background"]
     placements = sorted((Placement(key, v[3], v[4], text[key], v[0], v[1], n[key], sr, v[2])
                          for key, v in place.items()), key=lambda p: (p.start_n, p.key))

@@ -94,10 +94,14 @@ def check_invariants(d: dict, lay: L.Layout, durations: dict) -> None:
             assert "pause_start" not in ts and len(f["user_lines"]) == 1
         if "B" in r["features"]:
             full = durations[model.key]
-            assert model.start + full / 4 - EPS <= ts["background_start"] <= model.start + full / 2 + EPS
-            assert model.start < ts["background_start"] < ts["background_end"] <= model.end - L.BG_END_MARGIN_S + 2e-6
+            limit = model.end - L.BG_END_MARGIN_S
             if k < len(rounds) and rounds[k]["features"][0] == "I":
+                limit = min(limit, turns[k][0] - 0.5)
                 assert ts["background_end"] <= turns[k][0] - 0.5 + 2e-6
+            assert ts["background_start"] <= model.start + full / 2 + EPS
+            if ts["background_start"] < model.start + full / 4 - EPS:   # too long to start at 1/4:
+                assert ts["background_end"] == pytest.approx(limit, abs=2e-6)   # as late as it fits
+            assert model.start <= ts["background_start"] < ts["background_end"] <= model.end - L.BG_END_MARGIN_S + 2e-6
         else:
             assert "background_start" not in ts
         # windows
@@ -146,10 +150,26 @@ def test_background_moves_earlier_to_end_before_the_response_and_the_next_interr
     assert ts["background_start"] - ts["model_start"] >= 8.0 / 4 - EPS
 
 
+def test_a_background_too_long_to_start_at_a_quarter_starts_as_late_as_it_fits():
+    """mtr-synth's background-010 round 7: a 2.14 s line inside a 3.00 s response cannot start at
+    1/4 of it and end 0.2 s before its end; it starts at 0.66 s, inside the response."""
+    d = M.parse_dialogue(script("background"), {"id": "x", "opener": "hello there", "rounds": [
+        rnd(1, ["B"], background={"text": "next stop, central station", "at": 0.37})]})
+    dur = fixed(d, model=3.0, bg=2.14)
+    lay = L.layout(d, dur, SR)
+    check_invariants(d, lay, dur)
+    ts = lay.windows[0].encoding["timestamps"]
+    assert ts["background_start"] - ts["model_start"] == pytest.approx(3.0 - 0.2 - 2.14, abs=2e-6)
+    assert ts["background_end"] == pytest.approx(ts["model_start"] + 3.0 - L.BG_END_MARGIN_S, abs=2e-6)
+
+
 def test_a_background_that_cannot_fit_is_one_layout_error():
     d = M.parse_dialogue(script("background"), {"id": "x", "opener": "hello there", "rounds": [rnd(1, ["B"])]})
-    with pytest.raises(L.LayoutError, match="round 1: the background line"):
-        L.layout(d, fixed(d, model=2.0, bg=1.8), SR)
+    with pytest.raises(L.LayoutError, match="round 1: the background line .* does not fit inside the response"):
+        L.layout(d, fixed(d, model=2.0, bg=1.9), SR)
+    lay = L.layout(d, fixed(d, model=2.0, bg=1.8), SR)   # exactly from the response's start
+    ts = lay.windows[0].encoding["timestamps"]
+    assert ts["background_start"] == pytest.approx(ts["model_start"], abs=2e-6)
 
 
 def test_missing_or_bad_duration():
