@@ -6,7 +6,10 @@ the backend, the version of the library that computes the probabilities (onnxrun
 ONNX model, torch for the JIT one) and the Silero model file's hash. Inside it an entry is
 keyed by the audio file's sha256 and the feed (how the file's samples become 16 kHz mono
 model input), so any rescore of audio already seen is warm, whatever the output folder.
-Workers are processes with one thread each.
+Workers are processes with one thread each. With ONNX a worker runs each file through silero's
+sequence export of the same network (vad.SEQUENCE_FILE, SEQUENCE_BLOCK windows per call) when its
+start-up check finds it bit-equal to the stock model; otherwise the stock model, files of similar
+length as rows of one batch where that is bit-equal too. Which path ran never changes a probability.
 """
 
 from __future__ import annotations
