@@ -81,7 +81,11 @@ def _start(tmp_path: Path):
 
 
 def _containers(client, name: str, running: bool = False) -> list:
-    return [c for c in client.containers.list(all=not running, filters={"name": name}) if c.name == name]
+    # The low-level list: one request and no inspection of each container afterwards. The high-level
+    # `containers.list` inspects every container it listed, and one that the watchdog removes in
+    # between answers 404 (a CI run failed on that race, not on the watchdog).
+    return [c["Id"] for c in client.api.containers(all=not running, filters={"name": name})
+            if "/" + name in (c.get("Names") or [])]
 
 
 def _wait(cond, timeout: float, what: str):
