@@ -256,8 +256,8 @@ def copy_home(home, dst) -> Path:
 
 
 def test_sample_without_output_and_damaged_files(home, tmp_path):
-    """A sample whose runner failed (no output.wav) and one whose words are not JSON: said so on
-    their pages, the rest of the report as usual."""
+    """A sample whose runner failed (no output.wav) and one whose words are not JSON and whose
+    events have lines that are not JSON objects: said so on their pages, the rest of the report as usual."""
     from duplexeval import reports
     from duplexeval.store import Store
     h = copy_home(home, tmp_path / "h")
@@ -265,6 +265,8 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
     lost, damaged = "synthetic_turn_taking/0", "synthetic_pause_handling/0"
     (stage_dir(h, "runner") / "samples" / lost / "output.wav").unlink()
     (stage_dir(h, "asr") / "samples" / damaged / "output.json").write_text("{not json")
+    events = stage_dir(h, "runner") / "samples" / damaged / "events.jsonl"
+    events.write_text(events.read_text() + "[1]\n{not json\n")  # JSON that is not an object, and not JSON
     rec.update(status="partial", missing={lost: "runner: failed: the model closed the connection"})
     (run_dir(h) / "run.json").write_text(json.dumps(rec))
     path, built = reports.build_and_link(Store(h), rec["run_id"])
@@ -277,6 +279,7 @@ def test_sample_without_output_and_damaged_files(home, tmp_path):
     assert "<p>1 sample(s) missing from the metrics:</p>" in path.read_text()
     text = (run_dir(h) / "samples" / f"{damaged}.html").read_text()
     assert "No words." in text
+    assert "2 line(s) of events.jsonl are not JSON objects." in text and 'class="events"' in text
     assert "output.json: not readable" in path.read_text()
 
 

@@ -30,7 +30,7 @@ from duplexeval_common.samples import Sample, id_sort_key
 from duplexeval_common.secrets import scrub
 
 from . import templates, timeline
-from .page import CSP, STYLE, Markup, Raw, data_uri, escape, fmt, link, player as _player, table, wav_bytes
+from .page import CSP, STYLE, Markup, Raw, data_uri, fmt, link, player as _player, wav_bytes
 
 INDEX = "report.html"
 SAMPLES_DIR = "samples"
@@ -236,6 +236,10 @@ def bundle(title: str, index: str, pages: list[tuple[str, str]]) -> str:
                                 pages=[{"key": k, "anchor": anchor(k), "html": h} for k, h in pages]))
 
 
+def _run_macro(name: str):
+    return templates.macro("run.html", name)
+
+
 def run_table(data: RunData) -> Raw:
     r = data.record
     rows = [(k, r.get(k)) for k in ("model", "dataset", "asr", "judge", "limit", "runtime", "status")]
@@ -243,18 +247,14 @@ def run_table(data: RunData) -> Raw:
         rows.append(("reason", scrub(str(r["reason"]))))
     if data.metrics:
         rows.append(("definitions", data.metrics.get("definitions")))
-    stages = [(s.get("name"), s.get("component"), Raw(f"<code>{escape(str(s.get('key', ''))[:12])}</code>"),
-               s.get("status"), s.get("failed_samples", 0)) for s in r.get("stages", [])]
-    return Raw(table(["run", ""], [(k, "-" if v is None else v) for k, v in rows], left=2) + "\n<h3>Stages</h3>\n"
-               + table(["stage", "component", "key", "status", "failed samples"], stages, left=4))
+    stages = [{"name": s.get("name"), "component": s.get("component"), "key": str(s.get("key", ""))[:12],
+               "status": s.get("status"), "failed": s.get("failed_samples", 0)} for s in r.get("stages", [])]
+    return Raw(_run_macro("run_table")([(k, "-" if v is None else v) for k, v in rows], stages))
 
 
 def missing_section(data: RunData) -> Raw:
     missing = data.record.get("missing") or {}
-    if not missing:
-        return Raw("<p>Every sample is in the metrics.</p>")
-    return Raw(f"<p>{len(missing)} sample(s) missing from the metrics:</p>\n"
-               + table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(missing.items())], left=2))
+    return Raw(_run_macro("missing")([(k, scrub(str(v))) for k, v in sorted(missing.items())]))
 
 
 def audio_file(path: Path | None):
@@ -299,30 +299,30 @@ def vad_segments(data: RunData, s: Sample) -> list[tuple[float, float]] | None:
 
 
 def events(data: RunData, path: Path | None) -> Raw:
+    """A sample's runner events as a table (the first MAX_EVENTS; the rest and unreadable lines counted)."""
+    show = _run_macro("events")
     if path is None:
-        return Raw('<p class="muted">No events.jsonl (the runner made none for this sample).</p>')
+        return Raw(show(None, 0, 0))
     rows, bad = [], 0
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        return Raw(f'<p class="bad">events.jsonl not readable ({escape(exc)})</p>')
+        return Raw(show(None, 0, 0, str(exc)))
     for line in lines:
         if not line.strip():
             continue
         try:
             ev = json.loads(line)
-            t = ev.pop("t", None)
-            typ = ev.pop("type", "")
-            rows.append((fmt(t, 3) if isinstance(t, (int, float)) else "-", scrub(str(typ)),
-                         scrub(json.dumps(ev, sort_keys=True, ensure_ascii=False))))
-        except (ValueError, AttributeError):
+        except ValueError:
+            ev = None
+        if not isinstance(ev, dict):  # not JSON, or JSON but not an object ("[1]" once stopped the report)
             bad += 1
-    out = str(table(["t (s)", "type", "details"], rows[:MAX_EVENTS], left=3, cls="events"))
-    if len(rows) > MAX_EVENTS:
-        out += f'<p class="muted">{len(rows) - MAX_EVENTS} more event(s) not listed.</p>'
-    if bad:
-        out += f'<p class="bad">{bad} line(s) of events.jsonl are not JSON objects.</p>'
-    return Raw(out)
+            continue
+        t = ev.pop("t", None)
+        typ = ev.pop("type", "")
+        rows.append((fmt(t, 3) if isinstance(t, (int, float)) else "-", scrub(str(typ)),
+                     scrub(json.dumps(ev, sort_keys=True, ensure_ascii=False))))
+    return Raw(show(rows[:MAX_EVENTS], max(len(rows) - MAX_EVENTS, 0), bad))
 
 
 def statuses(data: RunData, s: Sample) -> list[tuple]:

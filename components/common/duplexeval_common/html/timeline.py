@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .page import Raw, escape, figure_png, matplotlib
+from . import templates
+from .page import Raw, figure_png, matplotlib
 
 FIGSIZE = (12.0, 4.6)        # inches, at page.py's 100 dpi: a 1200 x 460 PNG
 AXES = (0.11, 0.13, 0.87, 0.8)  # left, bottom, width, height (figure fractions)
@@ -136,13 +137,12 @@ def viewer(tl: Timeline) -> Raw:
     axis starts after 0)."""
     T = max(tl.duration, tl.start + 1e-3)
     g = geometry(tl.start, T)
-    attrs = " ".join(f'data-{k}="{v:.6f}"' for k, v in g.items())
+    attrs = [(k, f"{v:.6f}") for k, v in g.items()]
     markers = json.dumps([{"name": n, "t": round(t, 6)} for n, t in tl.markers]
                          + [{"name": "pause", "t": round(a, 6), "end": round(b, 6)} for a, b in tl.pauses]
                          + [{"name": n, "t": round(a, 6), "end": round(b, 6), "lane": lane}
                             for n, a, b, lane in tl.spans])
-    return Raw(f'<div class="timeline" id="timeline" {attrs} data-markers="{escape(markers)}" data-time="0">'
-               f'{figure(tl)}<div class="playhead" id="playhead"></div></div>')
+    return Raw(templates.macro("timeline.html", "viewer")(attrs, markers, figure(tl)))
 
 
 TIMELINE_CSS = """
