@@ -18,15 +18,17 @@ labels it (official only for upstream's prompts with gemini-2.5-pro).
 The scorer's VAD intervals of the model's speech are drawn either way. A file that is missing or
 cannot be read is said so on the page (and, for the run's own files, under "Problems reading the
 run" on the index); the rest is shown as usual. Built from the shared pieces of
-duplexeval_common.html."""
+duplexeval_common.html; the markup is in templates/index.html, templates/sample.html and
+templates/lanes.html (Jinja2, autoescape: every value is escaped there, notes and problems scrubbed
+of secrets first)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from duplexeval_common.html import run as common, timeline
-from duplexeval_common.html.page import Raw, escape, fmt, page, table
+from duplexeval_common.html import run as common, templates, timeline
+from duplexeval_common.html.page import Markup, Raw, fmt, page
 from duplexeval_common.ipus import segments_from_words
 from duplexeval_common.secrets import scrub
 
@@ -192,37 +194,33 @@ def _score(x) -> str:
     return fmt(x, 2) if _num(x) else "-"
 
 
-def lanes(duration: float, rows: list[tuple[str, list[tuple[float, float, str]]]]) -> Raw:
-    """Text lanes under the timeline image, on its x axis: one row per (label, [(start, end, text)]),
-    each item placed at its times (its whole text in its tooltip); the judge's row (F: fluency, I:
-    instruction following, as on the timeline's bands) is drawn in the model's colour."""
+def lane_rows(duration: float, rows: list[tuple[str, list[tuple[float, float, str]]]]) -> tuple[float, list[dict]]:
+    """The geometry of the text lanes (lanes): the label column's width and, per row, its label and
+    items ({cls, left, width (% of the image's width), start, end, text}), each item placed at its
+    times clipped to the session (one ending before it starts is left out)."""
     g = timeline.geometry(0.0, max(duration, 1e-3))
     span = (g["x1"] - g["x0"]) / (g["t1"] - g["t0"])
-    out = ['<div class="lanes">']
+    out = []
     for label, items in rows:
-        out.append(f'<div class="lane" data-lane="{escape(label)}">'
-                   f'<span class="lane-label" style="width:{100 * g["x0"]:.3f}%">'
-                   f'{escape(label)}</span>')
+        cls = "seg judged" if label.startswith("judge") else "seg"
+        placed = []
         for a, b, text in items:
             lo, hi = max(a, 0.0), min(b, duration)
             if hi < lo:
                 continue
-            cls = "seg judged" if label.startswith("judge") else "seg"
-            out.append(f'<span class="{cls}" style="left:{100 * (g["x0"] + lo * span):.3f}%;'
-                       f'width:{100 * max(hi - lo, 0.05) * span:.3f}%" title="{escape(f"{a:.2f}-{b:.2f} s: {text}")}">'
-                       f'{escape(text)}</span>')
-        out.append("</div>")
-    return Raw("\n".join(out + ["</div>"]))
+            placed.append({"cls": cls, "left": 100 * (g["x0"] + lo * span), "width": 100 * max(hi - lo, 0.05) * span,
+                           "start": a, "end": b, "text": text})
+        out.append({"label": label, "items": placed})
+    return 100 * g["x0"], out
 
 
-LANES_CSS = """<style>
-.lanes{width:1200px;max-width:100%;font-size:.72rem;margin:0 0 .8rem}
-.lane{position:relative;height:1.35rem;border-bottom:1px dotted #d6d9e0}
-.lane-label{position:absolute;left:0;top:0;color:#556;white-space:nowrap;overflow:hidden}
-.lane .seg{position:absolute;top:.1rem;height:1.1rem;overflow:hidden;white-space:nowrap;background:#eef1f8;
- border-left:2px solid #729fcf;padding-left:2px;box-sizing:border-box}
-.lane .seg.judged{background:#fdf0e1;border-left-color:#f57900}
-</style>"""
+def lanes(duration: float, rows: list[tuple[str, list[tuple[float, float, str]]]]) -> Raw:
+    """Text lanes under the timeline image, on its x axis (templates/lanes.html, with their style):
+    one row per (label, [(start, end, text)]), each item placed at its times (its whole text in its
+    tooltip); the judge's row (F: fluency, I: instruction following, as on the timeline's bands) is
+    drawn in the model's colour."""
+    width, placed = lane_rows(duration, rows)
+    return Raw(templates.macro("lanes.html", "lanes", near=__file__)(width, placed))
 
 
 def _judged_summary(j: dict | None, label: str | None, task: str) -> list[tuple]:
@@ -235,18 +233,15 @@ def _judged_summary(j: dict | None, label: str | None, task: str) -> list[tuple]
             ("judged segments", str(len(ev)))]
 
 
-def _unparsed_note(j: dict) -> list[str]:
-    """The visible note of a judgement that did not parse, with the replies that did not."""
+def _unparsed(j: dict) -> dict | None:
+    """The note of a judgement that did not parse: its status and the replies that did not (scrubbed
+    of secrets); None for any other judgement."""
     if j.get("status") != "unparsed":
-        return []
+        return None
     bad = [q for q in j.get("requests") or [] if isinstance(q, dict) and q.get("status") != "ok"]
-    out = [f'<p class="note unparsed">The judge&#39;s reply did not parse (judgement {escape(j.get("status"))}): '
-           "this session counts among the task&#39;s unparsed judgements and none of its scores is averaged.</p>"]
-    if bad:
-        out.append(table(["prompt", "status", "reply (as the judge gave it)"],
-                         [(str((q.get("prompt") or {}).get("id", "-")), str(q.get("status")),
-                           scrub(str(q.get("raw") or ""))[:400]) for q in bad], left=3, cls="unparsed-replies"))
-    return out
+    return {"status": j.get("status"),
+            "replies": [(str((q.get("prompt") or {}).get("id", "-")), str(q.get("status")),
+                         scrub(str(q.get("raw") or ""))[:400]) for q in bad]}
 
 
 def sample_page(data, s, r: dict, label: str | None = None) -> str:
@@ -269,7 +264,6 @@ def sample_page(data, s, r: dict, label: str | None = None) -> str:
     judged = events(j) if j else []
     ended = ex.get("ended") if isinstance(ex.get("ended"), dict) else {}
     outcome = "scored" if r.get("eligible") else "not scored"
-    body = [f"<nav>{common.back_link(data)}</nav>", f"<h1>{escape(s.key)}</h1>"]
     summary = [("task", s.task or r.get("task") or "-"), ("outcome", outcome)]
     if r.get("eligible"):
         summary += [(k, fmt(r.get(k), 3)) for k in SESSION_ROWS]
@@ -280,9 +274,7 @@ def sample_page(data, s, r: dict, label: str | None = None) -> str:
                     ("examiner ended", f"{ended.get('reason', '-')} at {fmt(ended.get('t'), 2)} s"),
                     ("goals reached", ", ".join(map(str, ex.get("goals_reached") or [])) or "none")]
     summary += _judged_summary(j, label, s.task or r.get("task") or "")
-    body.append(table(["session", ""], summary, left=2, cls="session"))
-    body += [f'<p class="note">{escape(scrub(n))}</p>' for n in notes]
-    body += _unparsed_note(j) if j else []
+    viewer = lane_html = None
     signal = user or model
     if signal is not None:
         if asr is None:   # the examiner's own record
@@ -301,7 +293,7 @@ def sample_page(data, s, r: dict, label: str | None = None) -> str:
                                model_note="" if model else "no output.wav",
                                words=heard, vad=speech, vad_label="model speech (VAD)", spans=spans,
                                markers=[("E", t["end_s"]) for t in turns])
-        body.append(timeline.viewer(tl))
+        viewer = timeline.viewer(tl)
         rows = []
         if asr is not None:
             rows += [(f"{who} (ASR)", [(x["start"], x["end"], x["text"]) for x in asr[who]])
@@ -309,30 +301,28 @@ def sample_page(data, s, r: dict, label: str | None = None) -> str:
         if j is not None:
             rows.append(("judge (F / I)", [(a, b, f"F {_score(f)} / I {_score(k)}") for a, b, f, k, _ in judged]))
         if rows:
-            body.append(LANES_CSS + lanes(duration, rows))
+            lane_html = lanes(duration, rows)
+    players = []
     if user is not None:
-        body.append(common.player(data, s, paths["user"], user, "audio-user", "examiner (input.wav)"))
+        players.append(common.player(data, s, paths["user"], user, "audio-user", "examiner (input.wav)"))
     if model is not None:
-        body.append(common.player(data, s, paths["model"], model, "audio-model", "model (output.wav)"))
-    if turns:
-        body += ["<h2>Examiner turns</h2>", table(
-            ["#", "kind", "goal", "start", "end", "yielded", "answered", "text", "reply heard"],
-            [(str(t.get("index")), str(t.get("kind")), str(t.get("goal") or "-"), fmt(t.get("start_s"), 2),
-              fmt(t.get("end_s"), 2), str(t.get("yielded")), str(t.get("answered")), str(t.get("text", "")),
-              str(t.get("reply_text") or "-")) for t in turns], left=3, cls="examiner-turns")]
+        players.append(common.player(data, s, paths["model"], model, "audio-model", "model (output.wav)"))
+    turn_rows = [(str(t.get("index")), str(t.get("kind")), str(t.get("goal") or "-"), fmt(t.get("start_s"), 2),
+                  fmt(t.get("end_s"), 2), str(t.get("yielded")), str(t.get("answered")), str(t.get("text", "")),
+                  str(t.get("reply_text") or "-")) for t in turns]
+    conv = None
     if asr is not None:
-        conv = sorted([(x["start"], x["end"], who, x["text"]) for who in ("examiner", "model") for x in asr[who]],
-                      key=lambda x: (x[0], x[2]))
-        body += ["<h2>Transcripts (ASR, both channels)</h2>", table(
-            ["start", "end", "channel", "text"], [(fmt(a, 2), fmt(b, 2), who, text) for a, b, who, text in conv],
-            left=4, cls="transcripts") if conv else "<p>The asr stage heard no words on either channel.</p>"]
-    if j is not None:
-        body += [f"<h2>Judged segments ({escape(label)})</h2>", table(
-            ["#", "start", "end", "fluency", "instruction following", "model's words"],
-            [(str(i), fmt(a, 2), fmt(b, 2), _score(f), _score(k), text) for i, (a, b, f, k, text) in enumerate(judged)],
-            left=6, cls="judged-segments") if judged else "<p>No judged segments (the model said nothing the "
-                                                          "judge was asked about).</p>"]
-    return page(f"{s.key}: {outcome}", common.EXTRA_CSS + "\n".join(body), script=timeline.TIMELINE_JS)
+        conv = [(fmt(a, 2), fmt(b, 2), who, text) for a, b, who, text in sorted(
+            [(x["start"], x["end"], who, x["text"]) for who in ("examiner", "model") for x in asr[who]],
+            key=lambda x: (x[0], x[2]))]
+    judged_rows = None if j is None else [(str(i), fmt(a, 2), fmt(b, 2), _score(f), _score(k), text)
+                                          for i, (a, b, f, k, text) in enumerate(judged)]
+    body = templates.render("sample.html", near=__file__, extra_css=Markup(common.EXTRA_CSS),
+                            back=common.back_link(data), key=s.key, summary=summary,
+                            notes=[scrub(n) for n in notes], unparsed=_unparsed(j) if j else None,
+                            viewer=viewer, lanes=lane_html, players=players, turns=turn_rows,
+                            transcripts=conv, label=label, judged=judged_rows)
+    return page(f"{s.key}: {outcome}", body, script=timeline.TIMELINE_JS)
 
 
 def _metric_row(data, name: str, s) -> tuple:
@@ -375,24 +365,15 @@ def _judged_rows(data, subsets: dict) -> tuple[list[tuple], list[tuple]]:
     return rows, bins
 
 
-def judged_section(data, subsets: dict, label: str | None) -> list[str]:
-    """The index's judged column (heading, label, scores and bins), [] without a judge stage."""
+def judged_section(data, subsets: dict, label: str | None) -> dict | None:
+    """The index's judged column (templates/index.html: its label, the scores' and the bins' headers
+    and rows; no rows when metrics.json has none), None without a judge stage."""
     if label is None:
-        return []
+        return None
     rows, bins = _judged_rows(data, subsets)
-    if not rows:
-        return ["<h2>Judged</h2>", f"<p>{escape(label)}: no judged numbers (the aggregate stage did not "
-                                   "complete).</p>"]
-    return [f"<h2>Judged ({escape(label)})</h2>",
-            "<p>Per task: the judge's per-segment scores averaged over the segments of its parsed sessions "
-            "(fluency, instruction following) and its task scores over the sessions with one (95% bootstrap "
-            "intervals over sessions); an unparsed session is counted, never averaged.</p>",
-            table(["subset", "task", "parsed", "unparsed", "segments", *JUDGED, *(f"{k} 95% CI" for k in JUDGED)],
-                  rows, left=2, cls="fdb-v2-judged"),
-            "<h3>By 15 s bin</h3><p>Each segment's scores weighted by its overlap with the bin; seconds: the "
-            "judged seconds in the bin.</p>",
-            table(["subset", "score", *(f"{lo:g}-{hi:g} s" for lo, hi in BINS)], bins, left=2,
-                  cls="fdb-v2-judged-bins")]
+    return {"label": label, "rows": rows, "bins": bins,
+            "headers": ["subset", "task", "parsed", "unparsed", "segments", *JUDGED, *(f"{k} 95% CI" for k in JUDGED)],
+            "bin_headers": ["subset", "score", *(f"{lo:g}-{hi:g} s" for lo, hi in BINS)]}
 
 
 def build(store, record: dict, out: Path) -> int:
@@ -414,18 +395,14 @@ def build(store, record: dict, out: Path) -> int:
         listing.append({"outcome": "scored" if r.get("eligible") else "not scored", "cells": cells})
     label = judge_label(data)
     n = common.write_pages(data, out, samples, lambda s: sample_page(data, s, rows.get(s.key) or {}, label))
-    metrics_html = (table(["subset", "task", "scored", "response_rate", "response_latency_s", "overlap_rate",
-                           "examiner talked over", "examiner ended early"], metric_rows, left=2, cls="fdb-v2-metrics")
-                    if metric_rows else "<p>No metrics: the aggregate stage did not complete.</p>")
-    body = [f"<h1>fdb-v2 (not official): {escape(record.get('model'))} on {escape(record.get('dataset'))}</h1>",
-            common.EXTRA_CSS, "<h2>Run</h2>", common.run_table(data), "<h2>Metrics</h2>", metrics_html,
-            *judged_section(data, subsets, label), "<h2>Missing</h2>", common.missing_section(data),
-            "<h2>Sessions</h2>", common.sample_list(listing, ["session", "response rate", "latency (s)", "overlap",
-                                                              *(("judgement", "task score") if judged else ())],
-                                                    left=1, cls="samples fdb-v2-samples")]
-    if data.problems:
-        body += ["<h2>Problems reading the run</h2>",
-                 "<ul>" + "".join(f"<li>{escape(scrub(p))}</li>" for p in data.problems) + "</ul>"]
-    (out / common.INDEX).write_text(page(f"fdb-v2 report: {record.get('model')} on {record.get('dataset')}",
-                                         "\n".join(body)), encoding="utf-8")
+    body = templates.render(
+        "index.html", near=__file__, model=record.get("model"), dataset=record.get("dataset"),
+        extra_css=Markup(common.EXTRA_CSS), run_table=common.run_table(data), metric_rows=metric_rows,
+        judged=judged_section(data, subsets, label), missing=common.missing_section(data),
+        sessions=common.sample_list(listing, ["session", "response rate", "latency (s)", "overlap",
+                                              *(("judgement", "task score") if judged else ())],
+                                    left=1, cls="samples fdb-v2-samples"),
+        problems=[scrub(p) for p in data.problems])
+    (out / common.INDEX).write_text(page(f"fdb-v2 report: {record.get('model')} on {record.get('dataset')}", body),
+                                    encoding="utf-8")
     return n

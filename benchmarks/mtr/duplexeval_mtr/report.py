@@ -14,6 +14,10 @@ part only (a round's input runs from the dialogue's start, so whole-length audio
 the report of a ten-round dialogue grow with every round): a WAV of the window written beside the
 page and linked (run_report.player), inlined in a self-contained file. The model lane before start_s is the
 ground-truth history the runner was given, drawn as a hatched "ground truth" band.
+
+The code computes the values (numbers, rows, figures); the markup is in templates/ (Jinja2 with
+autoescape, duplexeval_common.html.templates): index.html with metrics.html, plots.html and
+missing.html, sample.html, and the macros of sections.html.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from pathlib import Path
 from typing import Callable
 
 from duplexeval_common.errors import DuplexEvalError
-from duplexeval_common.html import plots, timeline
+from duplexeval_common.html import plots, templates, timeline
 from duplexeval_common.html import run as run_report
-from duplexeval_common.html.page import escape, page, table
+from duplexeval_common.html.page import Markup, page
 from duplexeval_common.samples import Sample, id_sort_key
 from duplexeval_common.secrets import scrub
 
@@ -199,93 +203,66 @@ def _judged(task: str) -> tuple[list[str], Callable]:
     return head, row
 
 
-def subset_section(name: str, s: dict) -> str:
-    """A subset's heading, its range table (1, 1-2, 1-5, 1-10) and its per-round table."""
+def _subset(name: str, s: dict) -> dict:
+    """What a subset's section shows (sections.html `subset`): its task, counts, the header of its
+    tables and their rows (range table 1, 1-2, 1-5, 1-10, per-round table)."""
     task = s.get("task") or "-"
-    set_text = "" if s.get("set") is None else f", set {s['set']}"
-    out = [f'<h3 id="subset-{escape(name)}">{escape(name)}</h3>',
-           f"<p>Task {escape(task)}{escape(set_text)}; dialogues {escape(s.get('dialogues'))}; rounds observed "
-           f"{escape(s.get('rounds_observed'))} of {escape(s.get('rounds_declared'))} declared.</p>"]
     if task == "features":
         head, row = FEATURES_HEAD, _features_row
     else:
         head, row = _judged(task)
     ranges = [s["ranges"][r] for r in RANGES if r in (s.get("ranges") or {})]
     per_round = list(s.get("per_round") or [])
-    if task in JUDGED and per_round and all(_not_judged(c) for c in per_round + ranges):
-        out.append('<p class="note">Not judged: the run\'s judge was <code>none</code> (every round\'s '
-                   "judgement is <code>skipped</code>). A rerun with <code>--judge openai</code> "
-                   "(<code>JUDGE=openai</code>) judges these rounds with the paper's GPT-4o prompts and "
-                   "reuses every stage up to the ASR from the store.</p>")
-    out.append("<h4>Rounds 1, 1-2, 1-5, 1-10 (every observed round of the range pooled)</h4>")
-    out.append(table(head, [row(c) for c in ranges], cls=f"mtr-ranges mtr-ranges-{escape(name)}"))
-    out.append("<h4>Per round</h4>")
-    out.append(table(head, [row(c) for c in per_round], cls=f"mtr-rounds mtr-rounds-{escape(name)}"))
-    return "\n".join(out)
+    return {"name": name, "error": None, "task": task, "set_name": s.get("set"), "dialogues": s.get("dialogues"),
+            "rounds_observed": s.get("rounds_observed"), "rounds_declared": s.get("rounds_declared"),
+            "not_judged": bool(task in JUDGED and per_round and all(_not_judged(c) for c in per_round + ranges)),
+            "head": head, "range_rows": [row(c) for c in ranges], "round_rows": [row(c) for c in per_round]}
 
 
-def _metrics_section(data: MtrData) -> str:
+def subset_section(name: str, s: dict) -> Markup:
+    """A subset's heading, its range table (1, 1-2, 1-5, 1-10) and its per-round table."""
+    return templates.macro("sections.html", "subset", near=__file__)(_subset(name, s))
+
+
+def _metrics_section(data: MtrData) -> Markup:
     m = data.metrics
     if not m or not isinstance(m.get("subsets"), dict):
-        return '<p class="note">No metrics: the aggregate stage did not complete (metrics.json missing).</p>'
+        return templates.render("metrics.html", near=__file__, subsets=None)
     up = m.get("upstream") or {}
-    out = [f'<p class="muted">{escape(m.get("benchmark"))}, definitions {escape(m.get("definitions"))}; '
-           f"released code {escape(up.get('repo'))} @ {escape(up.get('commit'))}. Two columns score every "
-           "conversational-features round: <b>paper</b> (the definitions of arXiv 2511.10262, Appendix A) "
-           "and <b>code</b> (the released evaluation functions); benchmarks/mtr/README.md defines both. A rate is its "
-           "value and 95% Wilson interval; n/declared: rounds observed / rounds the dialogues declare. "
-           "Latency (paper) shows in parentheses the rounds that have one.</p>"]
+    subsets = []
     for name in sorted(m["subsets"]):
         try:
-            out.append(subset_section(name, m["subsets"][name]))
+            subsets.append(_subset(name, m["subsets"][name]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            out.append(f'<p class="bad">{escape(name)}: metrics.json entry not readable ({escape(exc)})</p>')
-    return "\n".join(out)
+            subsets.append({"name": name, "error": str(exc)})
+    return templates.render("metrics.html", near=__file__, subsets=subsets, benchmark=m.get("benchmark"),
+                            definitions=m.get("definitions"), repo=up.get("repo"), commit=up.get("commit"))
 
 
-def _plots_section(data: MtrData) -> str:
+def _plots_section(data: MtrData) -> Markup:
     m = data.metrics
     if not m:
-        return '<p class="muted">No metrics: nothing to draw.</p>'
+        return templates.render("plots.html", near=__file__, has_metrics=False)
     rows = plots.per_round_rows(m)
     task = {n: (s.get("task") if isinstance(s, dict) else None) for n, s in (m.get("subsets") or {}).items()}
-    out = []
     feats = [r for r in rows if task.get(r["subset"]) == "features"]
-    img = plots.round_plot(feats, success_title="success rate by round, paper definitions (95% interval)",
-                           latency_title="mean latency (s) by round, paper definitions")
-    if img is None:
-        out.append('<p class="muted">No conversational-features rounds to draw.</p>')
-    else:
-        out += [img, f'<p class="muted">{escape(FEATURES_CAPTION)}</p>']
+    features = plots.round_plot(feats, success_title="success rate by round, paper definitions (95% interval)",
+                                latency_title="mean latency (s) by round, paper definitions")
     judged = [r for r in rows if task.get(r["subset"]) in ("instruction_following", "safety")
               and r.get("success_rate") is not None]
-    if judged:
-        out += [plots.round_plot(judged, success_title="follow rate / refusal rate by round (95% interval)",
-                                 latency_title=None, alt="judged rates by round"),
-                f'<p class="muted">{escape(JUDGED_CAPTION)}</p>']
-    return "\n".join(out)
+    judged_img = None if not judged else plots.round_plot(
+        judged, success_title="follow rate / refusal rate by round (95% interval)", latency_title=None,
+        alt="judged rates by round")
+    return templates.render("plots.html", near=__file__, has_metrics=True, features=features,
+                            features_caption=FEATURES_CAPTION, judged=judged_img, judged_caption=JUDGED_CAPTION)
 
 
-def _missing_section(data: MtrData) -> str:
-    out = []
-    miss = sorted(data.missing.items(), key=lambda kv: kv[0])
-    if miss:
-        out.append(f"<p>{len(miss)} declared round(s) not observed (metrics.json <code>missing</code>):</p>")
-        out.append(table(["round sample", "why"], [(k, scrub(v)) for k, v in miss], left=2, cls="mtr-missing"))
-    else:
-        out.append("<p>Every declared round was observed.</p>")
-    run_missing = data.run.record.get("missing") or {}
-    if run_missing:
-        out.append(f"<p>{len(run_missing)} sample(s) a stage did not complete (run.json <code>missing</code>):</p>")
-        out.append(table(["sample", "why"], [(k, scrub(str(v))) for k, v in sorted(run_missing.items())], left=2,
-                         cls="run-missing"))
-    if data.invalid:
-        out.append(f"<h3>Invalid dialogues ({len(data.invalid)}, not scored)</h3>")
-        out.append(table(["dialogue", "problem"], [(k, scrub(v)) for k, v in sorted(data.invalid.items())], left=2,
-                         cls="mtr-invalid"))
-    else:
-        out.append("<p>No invalid dialogue.</p>")
-    return "\n".join(out)
+def _missing_section(data: MtrData) -> Markup:
+    return templates.render(
+        "missing.html", near=__file__,
+        missing=[(k, scrub(v)) for k, v in sorted(data.missing.items(), key=lambda kv: kv[0])],
+        run_missing=[(k, scrub(str(v))) for k, v in sorted((data.run.record.get("missing") or {}).items())],
+        invalid=[(k, scrub(v)) for k, v in sorted(data.invalid.items())])
 
 
 def round_result(data: MtrData, s: Sample) -> dict:
@@ -324,7 +301,7 @@ def judgement_text(r: dict) -> str:
     return str(r.get("status") or "-")
 
 
-def _samples_table(data: MtrData, samples: list[Sample]) -> str:
+def _samples_table(data: MtrData, samples: list[Sample]) -> Markup:
     rows = []
     for s in samples:
         r = round_result(data, s)
@@ -351,18 +328,11 @@ def _outcome(r: dict) -> str:
 def index_page(data: MtrData, samples: list[Sample]) -> str:
     r = data.run.record
     title = f"duplexeval report: {r.get('model')} on {r.get('dataset')} (MTR-DuplexBench)"
-    body = [f"<h1>{escape(title)}</h1>",
-            '<nav><a href="#metrics">metrics</a><a href="#plots">plots</a><a href="#missing">missing</a>'
-            '<a href="#samples">round samples</a></nav>', run_report.EXTRA_CSS,
-            "<h2>Run</h2>", '<p class="muted">benchmark mtr (MTR-DuplexBench)</p>', run_report.run_table(data.run),
-            '<h2 id="metrics">Metrics</h2>', _metrics_section(data),
-            '<h2 id="plots">By round</h2>', _plots_section(data),
-            '<h2 id="missing">Missing rounds and invalid dialogues</h2>', _missing_section(data),
-            f'<h2 id="samples">Round samples ({len(samples)})</h2>', _samples_table(data, samples)]
-    if data.run.problems:
-        body += ["<h2>Problems reading the run</h2>",
-                 "<ul>" + "".join(f"<li>{escape(scrub(p))}</li>" for p in data.run.problems) + "</ul>"]
-    return page(title, "\n".join(body))
+    body = templates.render("index.html", near=__file__, title=title, extra_css=Markup(run_report.EXTRA_CSS),
+                            run_table=run_report.run_table(data.run), metrics=_metrics_section(data),
+                            plots=_plots_section(data), missing=_missing_section(data), n_samples=len(samples),
+                            samples=_samples_table(data, samples), problems=[scrub(p) for p in data.run.problems])
+    return page(title, body)
 
 
 # ---- a round sample's page ---------------------------------------------------------------------
@@ -441,13 +411,15 @@ def _crop(x, t0: float):
     return mono[i:], raw[i:], sr
 
 
-def _judgement(data: MtrData, s: Sample) -> str:
+def _judgement(data: MtrData, s: Sample) -> dict:
+    """The judgement section (sample.html): state "missing" (no judgement.json), "unreadable", or
+    "ok" with the rows of its table."""
     p = data.run.find(s.key, "judgement.json")
     if p is None:
-        return '<p class="muted">No judgement.json (the judge stage did not judge this round).</p>'
+        return {"state": "missing", "rows": []}
     doc = run_report.read_json(p, data.run, f"{s.key} judgement.json")
     if not isinstance(doc, dict):
-        return '<p class="bad">judgement.json is not readable.</p>'
+        return {"state": "unreadable", "rows": []}
     prompt = doc.get("prompt") if isinstance(doc.get("prompt"), dict) else {}
     rows = [("status", NOT_JUDGED + " (skipped)" if doc.get("status") == "skipped" else doc.get("status")),
             ("score", "-" if doc.get("score") is None else doc.get("score")),
@@ -456,20 +428,18 @@ def _judgement(data: MtrData, s: Sample) -> str:
             ("judge model", doc.get("model") or "-"),
             ("judge's answer", doc.get("raw") if doc.get("raw") is not None else "-"),
             ("error", doc.get("error") or "-")]
-    return table(["judgement", ""], [(k, scrub(str(v))) for k, v in rows], left=2, cls="judgement")
+    return {"state": "ok", "rows": [(k, scrub(str(v))) for k, v in rows]}
 
 
-def _lines_table(lines, cls: str, with_role: bool) -> str:
+def _lines(lines, with_role: bool) -> dict:
+    """A table of dialogue lines (sections.html `lines`): its header and rows (none: "None.")."""
     rows = []
     for x in lines if isinstance(lines, list) else []:
         if isinstance(x, dict):
             rows.append(((x.get("role") or "-",) if with_role else ()) + (_f(_num(x.get("start"))),
                                                                            _f(_num(x.get("end"))),
                                                                            scrub(str(x.get("text", "")))))
-    if not rows:
-        return '<p class="muted">None.</p>'
-    head = (["role"] if with_role else []) + ["start (s)", "end (s)", "text"]
-    return table(head, rows, left=len(head), cls=cls)
+    return {"head": (["role"] if with_role else []) + ["start (s)", "end (s)", "text"], "rows": rows}
 
 
 def sample_page(data: MtrData, s: Sample) -> str:
@@ -523,22 +493,17 @@ def sample_page(data: MtrData, s: Sample) -> str:
                *result]
     if r["why"]:
         summary.append(("missing", r["why"]))
-    body = [f"<nav>{run_report.back_link(data.run)}</nav>", run_report.EXTRA_CSS,
-            f"<h1>{escape(s.key)}</h1>", table(["round sample", ""], summary, left=2, cls="round")]
-    body += [f'<p class="note">{escape(scrub(n))}</p>' for n in notes]
 
     # the timeline: the round's window with CONTEXT_S of history before it
     t0 = 0.0 if start is None else max(0.0, round(start - CONTEXT_S, 6))
-    body.append("<h2>Timeline</h2>")
     spans, pauses = encoding_marks(rj)
     if start is not None:
         spans = [("ground truth (history)", 0.0, start, "model")] + spans
         spans += [("muted (next user turn)", a, b, "user") for a, b in muted_spans]
     markers = [("round start", start)] if start is not None else []
     user_w, model_w = _crop(user, t0), _crop(model, t0)
-    if user is None and model is None:
-        body.append('<p class="note">No audio: nothing to draw.</p>')
-    else:
+    viewer = None
+    if user is not None or model is not None:
         dur = end if end is not None else max(x[0].shape[0] / x[2] for x in (user, model) if x is not None)
         if user is not None and end is None:
             dur = user[0].shape[0] / user[2]
@@ -546,13 +511,7 @@ def sample_page(data: MtrData, s: Sample) -> str:
                                model=(model_w[0], model_w[2]) if model else None, words=words, vad=vad,
                                pauses=pauses, markers=markers, spans=spans, vad_label=vad_label,
                                model_note="no model output" + (f" ({r['why'][:90]})" if r["why"] else ""))
-        body.append(f'<p class="muted">The round\'s window from {_f(t0)} s ({CONTEXT_S:g} s before the round '
-                    f"start, or the dialogue's start) to end_s, on the dialogue's timeline. The model lane before "
-                    "the round start (hatched, \"ground truth\") is the GT history the runner was given over "
-                    "[0, start_s), not the model; from the round start on it is the model. The user's next turn "
-                    "is muted in the input. Click the timeline to seek both channels; the red line follows the "
-                    "playing audio.</p>")
-        body.append(timeline.viewer(tl))
+        viewer = timeline.viewer(tl)
     players = []
     if user is not None:
         players.append(run_report.player(data.run, s, paths["user"], user, "audio-user",
@@ -561,33 +520,21 @@ def sample_page(data: MtrData, s: Sample) -> str:
         players.append(run_report.player(data.run, s, paths["model"], model, "audio-model",
                                          f"model (output.wav from {_f(t0)} s; GT history before {_f(start)} s)",
                                          start=t0))
-    body.append('<div class="players">' + "".join(players) + "</div>")
 
-    body.append("<h2>Markers</h2>")
     ts = enc.get("timestamps") if isinstance(enc.get("timestamps"), dict) else {}
     mrows = [("round start (start_s)", _f(start), ""), ("round end (end_s)", _f(end), "")] if start is not None else []
     mrows += [(f"muted {i + 1}", _f(a), _f(b)) for i, (a, b) in enumerate(muted_spans)]
     mrows += [(k, _f(_num(v)), "") for k, v in sorted(ts.items())]
-    body.append(table(["marker", "time (s)", "end (s)"], mrows, cls="markers") if mrows
-                else '<p class="muted">No markers (round.json missing).</p>')
-    if task in JUDGED:
-        body += ["<h2>Judgement</h2>", _judgement(data, s)]
-    body += ["<h2>This round's user lines</h2>", _lines_table(rj.get("user_lines"), "user-lines", False),
-             f"<h2>Ground-truth history before the round ({len(rj.get('history') or [])} lines)</h2>",
-             _lines_table(rj.get("history"), "history", True)]
-    body.append(f"<h2>Words (ASR of the model from the round start): {len(words)}</h2>")
-    body.append(table(["word", "start (s)", "end (s)"], [(w, _f(a), _f(b)) for w, a, b in words], cls="words")
-                if words else '<p class="muted">No words.</p>')
-    body.append(f"<h2>{escape(vad_label)} segments: {len(vad)}</h2>")
-    body.append(table(["start (s)", "end (s)"], [(_f(a), _f(b)) for a, b in vad], left=0, cls="vad")
-                if vad else '<p class="muted">No segments.</p>')
-    body.append("<h2>Stages</h2>")
-    body.append(table(["stage", "status", "reason"], run_report.statuses(data.run, s), left=3))
-    body.append("<h2>Runner events</h2>")
-    body.append(run_report.events(data.run, data.run.find(s.key, "events.jsonl")))
-    body.append(f"<nav>{run_report.back_link(data.run)}</nav>")
-    return page(f"{s.key}: {headline}", "\n".join(body),
-                script=timeline.WINDOW_JS if t0 > 0 else timeline.TIMELINE_JS)
+    body = templates.render(
+        "sample.html", near=__file__, back=run_report.back_link(data.run), extra_css=Markup(run_report.EXTRA_CSS),
+        key=s.key, summary=summary, notes=[scrub(n) for n in notes], timeline=viewer, t0=_f(t0),
+        context_s=f"{CONTEXT_S:g}", players=players, markers=mrows,
+        judgement=_judgement(data, s) if task in JUDGED else None,
+        user_lines=_lines(rj.get("user_lines"), False), history=_lines(rj.get("history"), True),
+        n_history=len(rj.get("history") or []), words=[(w, _f(a), _f(b)) for w, a, b in words],
+        vad_label=vad_label, vad=[(_f(a), _f(b)) for a, b in vad], stages=run_report.statuses(data.run, s),
+        events=run_report.events(data.run, data.run.find(s.key, "events.jsonl")))
+    return page(f"{s.key}: {headline}", body, script=timeline.WINDOW_JS if t0 > 0 else timeline.TIMELINE_JS)
 
 
 def build(store, record: dict, out: Path) -> int:

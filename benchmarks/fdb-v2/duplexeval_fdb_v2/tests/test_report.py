@@ -339,3 +339,48 @@ def test_judged_damaged_files(eval_home, judged_run, tmp_path):
     assert "judge.json: not readable" in index and "<h2>Judged (label unknown)</h2>" in index
     assert dict(parse(out / "report.html").tables)["fdb-v2-judged"][1:] == dict(
         parse(judged_run.dir / "report.html").tables)["fdb-v2-judged"][1:]
+
+
+HOSTILE = "<script>alert(\"x\")</script> & 'q'"
+ESCAPED = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;q&#39;"
+
+
+def test_hostile_values_are_escaped(eval_home, silence_run, tmp_path):
+    """Text from the run's files (an examiner turn's text and its preset, a metrics.json subset's
+    name, a lane's label and text) is escaped by the templates' autoescape: shown as text, never
+    markup."""
+    from duplexeval_fdb_v2.report import lanes
+    home = tmp_path / "h"
+    shutil.copytree(eval_home, home, symlinks=True, ignore=shutil.ignore_patterns("reports", "locks"))
+    runner = home / "store" / silence_run.run["stages"][1]["key"]
+    agg = home / "store" / silence_run.run["stages"][2]["key"]
+    path = runner / "samples" / "daily" / "daily-01" / "examiner.json"
+    exam = read_json(path)
+    exam["preset"] = HOSTILE
+    exam["turns"][0]["text"] = HOSTILE
+    path.unlink()
+    path.write_text(json.dumps(exam))
+    metrics = read_json(agg / "metrics.json")
+    metrics["subsets"][HOSTILE] = {"task": HOSTILE}
+    (agg / "metrics.json").unlink()
+    (agg / "metrics.json").write_text(json.dumps(metrics))
+    out = tmp_path / "out"
+    assert build_report(home, silence_run.run, out) == len(TASKS)
+    page = out / "samples" / "daily" / "daily-01.html"
+    for p in (page, out / "report.html"):
+        text = p.read_text()
+        assert "<script>alert(" not in text and ESCAPED in text, p
+        assert "&amp;lt;" not in text and "&amp;amp;" not in text, p   # escaped once
+    tables = dict(parse(page).tables)
+    assert dict(tables["session"][1:])["examiner preset"] == HOSTILE
+    assert tables["examiner-turns"][1][7] == HOSTILE
+    index = (out / "report.html").read_text()
+    assert f"<li>{ESCAPED}: metrics.json entry not readable</li>" in index
+    assert [r[0] for r in dict(parse(out / "report.html").tables)["fdb-v2-metrics"][1:]] == sorted([*TASKS, HOSTILE])
+    # the text lanes under the timeline: label, tooltip and text escaped, places kept
+    got = str(lanes(10.0, [(HOSTILE, [(1.0, 2.0, HOSTILE)]), ("judge (F / I)", [(3.0, 4.0, "F 4 / I 4")])]))
+    assert "<script>alert(" not in got
+    assert f'<div class="lane" data-lane="{ESCAPED}">' in got
+    assert re.search(rf'<span class="seg" style="left:\d+\.\d{{3}}%;width:\d+\.\d{{3}}%" '
+                     rf'title="1\.00-2\.00 s: {re.escape(ESCAPED)}">{re.escape(ESCAPED)}</span>', got)
+    assert lane_texts(got, "judge (F / I)") == ["F 4 / I 4"] and '<span class="seg judged"' in got

@@ -458,3 +458,36 @@ def test_judged_sections_and_figure_on_constructed_metrics():
     assert "No conversational-features rounds to draw." in plots_html
     assert 'alt="success rate and latency by round"' not in plots_html
     assert mtr_report._plots_section(data) == plots_html   # same bytes
+
+
+def test_hostile_values_are_escaped_once():
+    """Markup in the values a page shows (the model's name, a subset name, a missing round's reason,
+    an invalid dialogue, a problem) is text: escaped once by the templates' autoescape, in element
+    text and in attributes (a subset's id and its tables' class), never a tag."""
+    from duplexeval_common.html import run as run_report
+    from duplexeval_mtr import report as mtr_report
+    from tests.html_pages import Tables
+
+    bad = "<script>alert(\"x\")</script>&'"
+    esc = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&#39;"
+    cell = {"round": 1, "declared": 1, "n": 1, "paper": {}, "code": {}}
+    metrics = {"benchmark": "mtr-duplexbench", "definitions": bad, "invalid": [], "missing": [], "subsets": {
+        bad: {"task": "features", "set": bad, "dialogues": 1, "rounds_declared": 1, "rounds_observed": 1,
+              "per_round": [cell], "ranges": {"1": {**cell, "rounds": [1, 1]}}}}}
+    run = run_report.RunData({"benchmark": "mtr", "model": bad, "dataset": "d", "missing": {f"s/{bad}-r01": bad}},
+                             metrics=metrics, problems=[f"a problem: {bad}"])
+    data = mtr_report.MtrData(run, missing={f"s/{bad}-r02": bad}, invalid={f"s/{bad}": bad})
+    text = mtr_report.index_page(data, [])
+    assert "<script>alert" not in text and "&amp;lt;" not in text and "&amp;#" not in text
+    assert f"<h1>duplexeval report: {esc} on d (MTR-DuplexBench)</h1>" in text
+    assert f"<title>duplexeval report: {esc} on d (MTR-DuplexBench)</title>" in text
+    assert f'<h3 id="subset-{esc}">{esc}</h3>' in text and f"Task features, set {esc};" in text
+    assert f"definitions {esc};" in text and f"<li>a problem: {esc}</li>" in text
+    p = Tables()
+    p.feed(text)
+    tables = dict(p.tables)
+    assert tables[f"mtr-ranges mtr-ranges-{bad}"][1][:2] == ["1", "1/1"]
+    assert tables[f"mtr-rounds mtr-rounds-{bad}"][1][:2] == ["1", "1/1"]
+    assert tables["mtr-missing"][1:] == [[f"s/{bad}-r02", bad]]
+    assert tables["run-missing"][1:] == [[f"s/{bad}-r01", bad]]
+    assert tables["mtr-invalid"][1:] == [[f"s/{bad}", bad]]
