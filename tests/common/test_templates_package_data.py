@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ["components/common", "components/orchestrator", "benchmarks/fdb-v1", "benchmarks/fdb-v1.5"]
+# every package of the repository with templates (a benchmark added later is checked too)
+PACKAGES = sorted(p.parent.relative_to(REPO).as_posix()
+                  for top in ("components", "benchmarks", "docs/examples")
+                  for p in (REPO / top).glob("**/pyproject.toml")
+                  if any(p.parent.rglob("templates/*.html")))
+
+
+def test_the_packages_with_templates_are_found():
+    assert {"components/common", "components/orchestrator", "benchmarks/fdb-v1", "benchmarks/fdb-v1.5",
+            "benchmarks/fdb-v2", "benchmarks/mtr", "docs/examples/hello-benchmark"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("folder", PACKAGES)

@@ -94,7 +94,10 @@ def test_a_benchmark_package_in_a_temporary_folder_runs_end_to_end(hello, tmp_pa
     # its report hook built the HTML report
     index = (home / "runs" / "latest" / "report.html").read_text()
     assert "hello: fixed-latency on hello-mini" in index and "speaks_in_time" in index
-    assert (home / "runs" / "latest" / "samples" / "speaks_in_time" / "0.html").is_file()
+    sample = (home / "runs" / "latest" / "samples" / "speaks_in_time" / "0.html").read_text()
+    # from its templates: the shared pieces as markup (the style, the timeline, the players), not escaped text
+    assert "<h2>Samples</h2>" in index and "<style>" in index and "&lt;style" not in index
+    assert 'class="timeline"' in sample and 'id="audio-user"' in sample and "&lt;" not in sample
 
     # archive, verify, rescore: the same bytes from the archived stages
     arc = tmp_path / "hello.tar.zst"
