@@ -19,6 +19,12 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 G = json.loads((GOLDEN / "golden.json").read_text())
 SUBSETS = sorted(G["subsets"])
 TOL = 1e-9
+# Upstream computes pitch and intensity in float32 (adaptation.py follows it), and numpy's float32
+# kernels (log10, mean, std) are picked by the CPU's SIMD features: golden.json's silent clean run
+# has -100.00000762939453 dB where a machine with AVX2 and no AVX-512 computes -100.0 from the same
+# formula. Those features compare to float32 precision (a few ulps), everything else to TOL.
+FLOAT32_FEATURES = {"mean_pitch", "std_pitch", "mean_intensity", "std_intensity"}
+FLOAT32_REL = 4 * 2.0 ** -23
 
 
 
@@ -48,7 +54,8 @@ def close(a, b, path="") -> None:
         if math.isnan(b):
             assert math.isnan(a), f"{path}: {a} != nan"
         else:
-            assert a == pytest.approx(b, abs=TOL, rel=0), f"{path}: {a} != {b}"
+            rel = FLOAT32_REL if path.rsplit(".", 1)[-1] in FLOAT32_FEATURES else 0
+            assert a == pytest.approx(b, abs=TOL, rel=rel), f"{path}: {a} != {b}"
     else:
         assert a == b, f"{path}: {a!r} != {b!r}"
 
