@@ -7,6 +7,12 @@ silero's get_speech_timestamps defaults (threshold 0.5, min speech 250 ms, min s
 Every setting is recorded in vad.json (schemas/vad.schema.json), so the aggregator, the
 report and the sensitivity command can read one record instead of recomputing.
 
+The probabilities come from duplexeval_common.vadcache (silero's OnnxWrapper inputs, or its
+sequence export of the same network where a start-up check finds it bit-equal) and the
+segments from duplexeval_common.vad.segments_from_probs (silero 6.2.3's post-processing, step
+for step): the same numbers as silero's get_speech_timestamps, without importing torch, which
+silero's own functions need (tests/asr_aligner/test_vad.py compares the two).
+
 A word whose span holds no VAD speech is flagged `no_speech: true` in transcript.json (a
 likely hallucination in silence); it is kept, not dropped.
 """
@@ -58,15 +64,9 @@ class SileroVad:
         self.settings = settings(overrides)
         self._model = None
 
-    def _load(self):
-        if self._model is None:
-            import torch
-            threads = torch.get_num_threads()
-            import silero_vad  # its import sets torch to one thread; restore the caller's
-            torch.set_num_threads(threads)
-            self._model = silero_vad.load_silero_vad(onnx=True)
-            self._get = silero_vad.get_speech_timestamps
-        return self._model
+    def _load(self) -> None:
+        from duplexeval_common import vadcache
+        vadcache.load_model("onnx")
 
     def record_head(self) -> dict:
         return {"model": "silero-vad " + importlib.metadata.version("silero-vad") + " (silero_vad.onnx)",
@@ -76,38 +76,22 @@ class SileroVad:
                 "sample_rate": ASR_RATE}
 
     def segments(self, audio: np.ndarray) -> list[tuple[float, float]]:
-        if len(audio) < 512 or not np.any(audio):
-            return []
-        import torch
-        model = self._load()
-        model.reset_states()
-        with torch.no_grad():
-            ts = self._get(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), model,
-                           sampling_rate=ASR_RATE, return_seconds=False, **self.settings)
-        return [(round(t["start"] / ASR_RATE, _ROUND), round(t["end"] / ASR_RATE, _ROUND)) for t in ts]
+        return self.segments_and_probs(audio)[0]
 
     def segments_and_probs(self, audio: np.ndarray) -> tuple[list[tuple[float, float]], np.ndarray]:
-        """`segments(audio)` and the speech probability of each WINDOW-sample window (the last one
-        zero-padded), from one pass of the model: silero's get_speech_timestamps is exactly this
-        loop (reset, each window through the model) followed by get_speech_timestamps_from_probs,
-        so the segments are the same as `segments` gives."""
+        """The speech segments of `audio` (seconds) and the speech probability of each
+        WINDOW-sample window (the last one zero-padded), from one pass of the model: silero's
+        get_speech_timestamps is exactly this (reset, each window through the model, then its
+        post-processing on the probabilities)."""
         if len(audio) < 512 or not np.any(audio):
             return [], np.zeros(-(-len(audio) // WINDOW), dtype=np.float32)
-        import torch
-        import silero_vad.utils_vad as utils
-        model = self._load()
-        model.reset_states()
-        x = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
-        probs = np.empty(-(-len(x) // WINDOW), dtype=np.float32)
-        with torch.no_grad():
-            for j, i in enumerate(range(0, len(x), WINDOW)):
-                chunk = x[i:i + WINDOW]
-                if len(chunk) < WINDOW:
-                    chunk = torch.nn.functional.pad(chunk, (0, WINDOW - len(chunk)))
-                probs[j] = model(chunk, ASR_RATE).item()
-        ts = utils.get_speech_timestamps_from_probs([float(p) for p in probs], sampling_rate=ASR_RATE,
-                                                    return_seconds=False, audio_length_samples=len(x),
-                                                    **self.settings)
+        from duplexeval_common.vad import segments_from_probs
+        from duplexeval_common import vadcache
+        self._load()
+        x = np.ascontiguousarray(audio, dtype=np.float32)
+        probs = vadcache.speech_probs(x)
+        ts = segments_from_probs([float(p) for p in probs], len(x), sampling_rate=ASR_RATE,
+                                 return_seconds=False, **self.settings)
         return [(round(t["start"] / ASR_RATE, _ROUND), round(t["end"] / ASR_RATE, _ROUND)) for t in ts], probs
 
 

@@ -52,14 +52,49 @@ def numeric_environment(environ: dict | None = None) -> dict[str, str]:
     return {k: environ[k] for k in sorted(environ) if k.startswith(NUMERIC_ENV_PREFIXES)}
 
 
+def _header_fields(text: str, wanted: tuple[str, ...]) -> dict[str, str] | None:
+    """The first value of each `wanted` header (lower-case names) of a core metadata file, read as
+    the email parser reads it (value after the colon, leading blanks dropped), from its header
+    lines alone; None where a wanted header is missing or continues on the next line, for the
+    caller to parse the whole file instead."""
+    found: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[0] in " \t":
+            if last in wanted:
+                return None
+            continue
+        name, colon, value = line.partition(":")
+        last = name.strip().lower() if colon else None
+        if colon and last in wanted and last not in found:
+            found[last] = value.lstrip(" \t")
+    return found if all(w in found for w in wanted) else None
+
+
+def _name_and_version(dist) -> tuple[str, str]:
+    """(Name, Version) of one distribution, as its `metadata["Name"]` and `version` give them,
+    from the header lines of its METADATA (or PKG-INFO): the email parser that `metadata` runs
+    reads the whole file, long description included, twice (once for the name, once for the
+    version), which made this a second of every stage's start on a loaded machine."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    fields = _header_fields(text, ("name", "version")) if text else None
+    if fields is None:
+        return (dist.metadata["Name"] or ""), dist.version
+    return fields["name"], fields["version"]
+
+
 def installed_packages() -> dict[str, str]:
-    """{distribution: version} of everything importable here."""
+    """{distribution: version} of everything importable here (where a name is installed twice on
+    the path, the later one's version, as before)."""
     import importlib.metadata as md
     out: dict[str, str] = {}
     for d in md.distributions():
-        name = (d.metadata["Name"] or "").lower()
+        name, version = _name_and_version(d)
+        name = name.lower()
         if name:
-            out[name] = d.version
+            out[name] = version
     return dict(sorted(out.items()))
 
 
@@ -170,7 +205,9 @@ class Stage:
     select: Callable[[Inputs, dict], list[Sample]] | None = None
     setup: Callable[[dict], None] | None = None
     check: Callable[[dict], None] | None = None  # validate settings without loading anything
-    workers: int = 1  # samples processed at once (threads), e.g. network sessions of a runner
+    # samples processed at once (threads), e.g. network sessions of a runner; or a function of the
+    # number of samples selected (a stage whose workers cost a start-up each)
+    workers: int | Callable[[int], int] = 1
 
     def run(self, input_dirs: list[Path], output: Path, config: dict,
             allow_failures: bool = False, shard: tuple[int, int] = (0, 1)) -> int:
@@ -224,12 +261,13 @@ class Stage:
                 note = "" if status["status"] == "ok" and not status.get("cached") else \
                     ("cached" if status.get("cached") else f"{status['status']}: {status.get('reason', '')}")
                 bar.step(sample.key, note)
+        workers = self.workers(len(samples)) if callable(self.workers) else self.workers
         try:
-            if self.workers <= 1 or len(samples) <= 1:
+            if workers <= 1 or len(samples) <= 1:
                 for sample in samples:
                     one(sample)
             else:
-                with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.component) as pool:
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=self.component) as pool:
                     for fut in [pool.submit(one, s) for s in samples]:
                         fut.result()  # a stage-stopping error (a bad setting) surfaces here
         finally:

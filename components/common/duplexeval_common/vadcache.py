@@ -145,6 +145,12 @@ def _init_worker(backend: str) -> None:
         _BATCH_OK = False
 
 
+def load_model(backend: str = "onnx") -> None:
+    """Load the model into this process once, for speech_probs here (as a worker does)."""
+    if _MODEL is None or _MODEL[0] != backend:
+        _init_worker(backend)
+
+
 def _onnx_rows(x: np.ndarray) -> np.ndarray:
     """Probabilities for each row of x (rows, windows * 512): silero's OnnxWrapper per row.
 

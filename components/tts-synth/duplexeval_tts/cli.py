@@ -69,11 +69,14 @@ class DatasetStage:
 
 
 def make_stage(config: dict) -> Stage:
-    from .synth import check_config
+    from .synth import check_config, default_workers
     jobs = check_config(config)["jobs"]
     ds = DatasetStage(config)
+    # `jobs` given: that many; the default: the cores, but only where each worker process gets
+    # enough samples to repay its start-up (synth.default_workers)
+    workers = jobs if config.get("jobs") is not None else (lambda n: default_workers(jobs, n))
     return Stage("tts-synth", __version__, ds.process, finalize=ds.finalize, select=ds.select,
-                 setup=ds.setup, check=ds.check, workers=jobs)
+                 setup=ds.setup, check=ds.check, workers=workers)
 
 
 main = component_group("tts-synth", "Synthesizes a benchmark's text-scripted dataset, or copies an imported one.",

@@ -26,7 +26,6 @@ from math import gcd
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from duplexeval_runner import deps
 from duplexeval_runner.settings import Setting
@@ -214,6 +213,7 @@ class StreamResampler:
             return x[a:upto].copy()
         lo = max(0, (a * self.down - self.half) // self.up)   # first input output a depends on
         s = (lo // self.down) * self.down                     # a slice start on the same filter phase
+        from scipy.signal import resample_poly  # here: importing scipy.signal costs about a second
         y = resample_poly(np.asarray(x[s:], dtype=np.float64), self.up, self.down)
         off = s * self.up // self.down
         return y[a - off:upto - off].astype(np.float32)
