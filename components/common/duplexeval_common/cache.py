@@ -8,6 +8,8 @@ mixing old entries with new ones.
 
     user_cache_dir()            $DUPLEXEVAL_CACHE, else $XDG_CACHE_HOME/duplexeval,
                                 else ~/.cache/duplexeval (not created here)
+    model_cache_dir()           converted models (SmolLM2 dequantized, openai-whisper from
+                                CTranslate2): $DUPLEXEVAL_MODEL_CACHE, else user_cache_dir()/models
     cache_namespace("vad-onnx", ort="1.32.0", model=sha256)
                                 "vad-onnx-ort1.32.0-<first 16 hex digits of sha256>"
     private_dir(path)           creates path (and missing parents) with mode 0o700
@@ -30,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 ENV = "DUPLEXEVAL_CACHE"
+MODEL_ENV = "DUPLEXEVAL_MODEL_CACHE"
 
 _HEX_DIGEST = re.compile(r"^[0-9a-f]{32,}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+]")
@@ -50,6 +53,19 @@ def user_cache_dir() -> Path:
     if xdg and os.path.isabs(xdg):  # the XDG spec ignores a relative value
         return Path(xdg) / "duplexeval"
     return Path.home() / ".cache" / "duplexeval"
+
+
+def model_cache_dir() -> Path:
+    """Where converted models are kept: $DUPLEXEVAL_MODEL_CACHE if set, else user_cache_dir()/models.
+
+    A converted model depends only on the files and library versions its namespace names, never
+    on a run, so one folder can serve every run and every user (a shared disk, the nodes of a
+    cluster) while each run keeps its own cache of results ($DUPLEXEVAL_CACHE). Not created here.
+    """
+    env = os.environ.get(MODEL_ENV)
+    if env:
+        return Path(env).expanduser()
+    return user_cache_dir() / "models"
 
 
 def cache_namespace(kind: str, **versions: object) -> str:

@@ -3,7 +3,7 @@
 Used by the cascade runner (its LLM) and by the `local-llm` judge; one loader, so both read the
 same weights the same way. The package is located without importing it (importing it needs the
 `llm` package, which is not installed). Loading dequantizes the gguf to float32, which takes tens
-of seconds on 2 cores; the converted model is kept in the per-user cache under a folder named by
+of seconds on 2 cores; the converted model is kept in the model cache (cache.model_cache_dir) under a folder named by
 the gguf file's sha256 and the transformers, gguf and torch versions (the conversion is
 deterministic, so the cache changes no result), and later loads take about a second.
 Every optional package is imported only here and only when loading, with its pinned install hint.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import optional
-from .cache import cache_namespace, private_dir, user_cache_dir
+from .cache import cache_namespace, model_cache_dir, private_dir
 from .errors import MissingDependency
 from .hashing import sha256_file
 
@@ -60,7 +60,7 @@ def versions() -> dict[str, str]:
 
 def cache_dir(gguf: Path) -> Path:
     v = versions()
-    return user_cache_dir() / "models" / cache_namespace(
+    return model_cache_dir() / cache_namespace(
         "smollm2", gguf=sha256_file(gguf), transformers=v["transformers"], ggufpy=v["gguf"], torch=v["torch"])
 
 

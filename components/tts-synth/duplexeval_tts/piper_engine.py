@@ -52,8 +52,11 @@ def voice_files(voice: str) -> tuple[Path, Path]:
     return Path(mod.model_path()), Path(mod.config_path())
 
 
+@functools.lru_cache(maxsize=None)
 def load_voice(model: Path, config: Path) -> PiperVoice:
-    """PiperVoice.load with a single-threaded onnxruntime session."""
+    """PiperVoice.load with a single-threaded onnxruntime session, once per process and voice:
+    the speaking rates of one voice (engines of their own) share it, the rate being a setting of
+    each synthesis, not of the model."""
     onnxruntime = optional.import_optional(WHAT, "onnxruntime", HINTS["onnxruntime"])
     piper = optional.import_optional(WHAT, "piper", HINTS["piper"])
     piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
@@ -64,6 +67,11 @@ def load_voice(model: Path, config: Path) -> PiperVoice:
                                            providers=["CPUExecutionProvider"])
     cfg = piper_config.PiperConfig.from_dict(json.loads(config.read_text(encoding="utf-8")))
     return piper.PiperVoice(session=session, config=cfg)
+
+
+@functools.lru_cache(maxsize=None)
+def _sha256(path: Path) -> str:
+    return sha256_file(path)
 
 
 class PiperEngine:
@@ -88,12 +96,12 @@ class PiperEngine:
         self.voice = voice
         self._voice = load_voice(model, config)
         self.sample_rate = self._voice.config.sample_rate
-        self.model_sha256 = sha256_file(model)
+        self.model_sha256 = _sha256(model)
         synthesis = {**SYNTHESIS, "length_scale": 1.0 / self.rate}
         self.settings = {**synthesis, "normalize_audio": False, "onnxruntime_threads": 1,
                          "piper_tts": optional.version("piper-tts"),
                          "onnxruntime": onnxruntime.__version__,
-                         "config_sha256": sha256_file(config)}
+                         "config_sha256": _sha256(config)}
         self._syn = piper_config.SynthesisConfig(normalize_audio=False, **synthesis)
 
     def synthesize(self, text: str) -> np.ndarray:
