@@ -66,7 +66,7 @@ LONGEST_FIRST = (
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_stage.py",
     "tests/orchestrator/test_hostile_docker.py",
     "tests/orchestrator/test_benchmark_package.py",
-    # the longest files of the serial pass (four processes: the longest first there too)
+    # the longest files of the serial pass (two processes: the longest first there too)
     "tests/e2e/test_runner_gemini_live.py",
     "tests/duplex_runner/test_live_network.py",
     "tests/e2e/test_runner_openai_realtime.py",
