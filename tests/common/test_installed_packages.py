@@ -40,8 +40,10 @@ def test_every_installed_distribution_reads_as_the_email_parser_reads_it():
     "Name: x\nVersion: 7",                               # no final newline
     "Name: \nVersion: 8\n",                              # an empty name
     "Description: has: colons\nName: colons\nVersion: 9\n",
+    "Name: before\nnot a header line\nVersion: 10\n",     # the body starts at the bad line
+    "Summary: x\nbad name: y\nName: late\nVersion: 11\n",
 ], ids=["body-ignored", "crlf-and-blanks", "case", "first-wins", "other-continued", "name-continued",
-        "no-name", "no-newline", "empty-name", "colons"])
+        "no-name", "no-newline", "empty-name", "colons", "bad-line", "space-in-name"])
 def test_awkward_metadata_files(tmp_path, text):
     info = tmp_path / "pkg-1.0.dist-info"
     info.mkdir()

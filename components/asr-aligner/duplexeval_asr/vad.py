@@ -62,7 +62,6 @@ class SileroVad:
         optional.require("Silero VAD", ["silero_vad", "onnxruntime"], {"silero_vad": SILERO_HINT,
                                                                         "onnxruntime": SILERO_HINT})
         self.settings = settings(overrides)
-        self._model = None
 
     def _load(self) -> None:
         from duplexeval_common import vadcache

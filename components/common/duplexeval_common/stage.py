@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import threading
 import time
@@ -52,6 +53,11 @@ def numeric_environment(environ: dict | None = None) -> dict[str, str]:
     return {k: environ[k] for k in sorted(environ) if k.startswith(NUMERIC_ENV_PREFIXES)}
 
 
+# a header line as the email parser's feedparser tells one: a name of printable characters but the
+# colon, then a colon ("From " lines aside); or a continuation line
+_HEADER_LINE = re.compile(r"^([\041-\071\073-\176]*:|[\t ])")
+
+
 def _header_fields(text: str, wanted: tuple[str, ...]) -> dict[str, str] | None:
     """The first value of each `wanted` header (lower-case names) of a core metadata file, read as
     the email parser reads it (value after the colon, leading blanks dropped), from its header
@@ -60,14 +66,14 @@ def _header_fields(text: str, wanted: tuple[str, ...]) -> dict[str, str] | None:
     found: dict[str, str] = {}
     last = None
     for line in text.splitlines():
-        if not line.strip():
-            break
+        if not line.strip() or not _HEADER_LINE.match(line):
+            break  # the body starts here, for the email parser too
         if line[0] in " \t":
             if last in wanted:
                 return None
             continue
         name, colon, value = line.partition(":")
-        last = name.strip().lower() if colon else None
+        last = name.lower() if colon else None
         if colon and last in wanted and last not in found:
             found[last] = value.lstrip(" \t")
     return found if all(w in found for w in wanted) else None
