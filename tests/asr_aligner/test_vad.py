@@ -79,3 +79,19 @@ def test_the_vad_never_imports_torch(signals, tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+def test_loading_the_vad_leaves_the_environment_alone(signals, tmp_path):
+    """The stage records its numeric variables (OMP_* among them): loading the VAD in the stage's
+    own process must not add one."""
+    audio = tmp_path / "a.npy"
+    np.save(audio, signals["speech"])
+    code = ("import os, numpy as np\n"
+            "from duplexeval_asr.vad import SileroVad\n"
+            f"assert SileroVad().segments(np.load({str(audio)!r}))\n"
+            "print(os.environ.get('OMP_NUM_THREADS'))\n")
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "None"

@@ -126,8 +126,12 @@ def _session(path: str):
 
 
 def _init_worker(backend: str) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # a worker process of ours: one thread
+    _load(backend)
+
+
+def _load(backend: str) -> None:
     global _MODEL, _BATCH_OK, _SEQUENCE
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     _SEQUENCE = None
     if backend == "onnx":
         info = model_info("onnx")
@@ -146,9 +150,10 @@ def _init_worker(backend: str) -> None:
 
 
 def load_model(backend: str = "onnx") -> None:
-    """Load the model into this process once, for speech_probs here (as a worker does)."""
+    """Load the model into this process once, for speech_probs here (as a worker does, but
+    leaving the caller's environment as it is: a stage records its numeric variables)."""
     if _MODEL is None or _MODEL[0] != backend:
-        _init_worker(backend)
+        _load(backend)
 
 
 def _onnx_rows(x: np.ndarray) -> np.ndarray:
