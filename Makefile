@@ -50,7 +50,7 @@ SLURM_SBATCH_ARGS ?=
 IMAGE_VARS := TTS_IMAGE=tts-synth RUNNER_IMAGE=duplex-runner ASR_IMAGE=asr-aligner JUDGE_IMAGE=judge AGGREGATOR_IMAGE=aggregator
 IMAGE_ARGS = $(foreach p,$(IMAGE_VARS),$(if $($(word 1,$(subst =, ,$(p)))),--image $(word 2,$(subst =, ,$(p)))=$($(word 1,$(subst =, ,$(p))))))
 
-.PHONY: setup eval eval-images test test-fast test-serial score runs show report archive verify rescore compare leaderboard clean-store
+.PHONY: setup eval eval-images bytecode test test-fast test-serial score runs show report archive verify rescore compare leaderboard clean-store
 setup:
 	@scripts/setup-venv.sh
 
@@ -87,22 +87,32 @@ PYTEST_RUN = $(BIN)/python -m pytest -q -p no:cacheprovider -o tmp_path_retentio
   -o tmp_path_retention_count=1 --durations=25
 # --no-loadscope-reorder: files are handed out in the order the root conftest.py sorts them (the
 # longest first), not xdist's default of the files with the most tests first.
-test: setup
+test: bytecode
 	@a=0; b=0; \
 	$(PYTEST_RUN) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" $(PYTEST_ARGS) tests benchmarks || a=$$?; \
 	$(PYTEST_RUN) -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(PYTEST_ARGS) tests benchmarks || b=$$?; \
 	for rc in $$a $$b; do case $$rc in 0|5) ;; *) echo "make test: a pass failed (exit $$a, $$b)" >&2; exit 1;; esac; done
 
+# Bytecode written once before the tests. Where PYTHONDONTWRITEBYTECODE=1 is set (as on the CI
+# machine) no import writes any, so every process of the suite compiled each project module it
+# imported (the editable sources have no __pycache__; about 2 s of CPU in a small eval's processes)
+# and every test process rewrote the ~200 test modules' asserts (pytest keeps its rewritten
+# modules only where bytecode may be written: about 10 s of CPU per process). Both read what is
+# written here; a stale file is recompiled in memory as usual (docs/performance.md, "CI").
+bytecode: setup
+	@$(BIN)/python -m compileall -q -j 0 components benchmarks >/dev/null || true
+	@env -u PYTHONDONTWRITEBYTECODE $(PYTEST_RUN) --collect-only tests benchmarks >/dev/null 2>&1 || true
+
 # the inner loop: every test but the slow ones (a whole pipeline run, docker, Slurm, a browser:
 # marked `slow` by the root conftest.py) and the timing-sensitive `serial` ones, in parallel; a few
 # minutes. CI runs the full `make test`.
-test-fast: setup
+test-fast: bytecode
 	@env -u DUPLEXEVAL_DOCKER_TESTS -u DUPLEXEVAL_REQUIRE_BROWSER $(PYTEST_RUN) -n $(TEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder -m "not slow and not serial" $(PYTEST_ARGS) tests benchmarks; \
 	rc=$$?; case $$rc in 0|5) ;; *) exit $$rc;; esac
 
 # the same, one process, in collection order (a failure that only shows in parallel, or a debugger)
-test-serial: setup
+test-serial: bytecode
 	$(PYTEST_RUN) $(PYTEST_ARGS) tests benchmarks
 
 # scores a tree made elsewhere in the benchmark's layout (its doc page; default: the default benchmark)

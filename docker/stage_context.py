@@ -11,8 +11,10 @@ warm):
                              component; reqs/core and reqs/runner for a runner image
   wheels/<set>/              hard links to just the wheels one install step needs, so that a
                              new wheel for one image does not invalidate another's layers:
-                             pip, torch, common for the base targets; build (setuptools, wheel)
-                             and component, or core and runner, for an image
+                             tools (pip and the build backend, setuptools and wheel, which
+                             python-base installs once: every duplexeval package then builds
+                             with --no-build-isolation), torch and common for the base targets;
+                             component, or core and runner, for an image
   src/common/, src/component/   sources without build leftovers (a component: docker/Dockerfile.component)
   src/benchmarks/<folder>/   every benchmark package (benchmarks/<folder>/: its pyproject.toml and
                              its Python package; not its datasets or tests), which
@@ -196,22 +198,20 @@ def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
     nested: dict[str, dict[str, Path]] = {}  # src/<top>/<sub> from a folder
     if name is None:  # base: pip, torch and the common library's dependencies
         torch_pin = [l.strip() for l in constraints.read_text().splitlines() if l.strip().startswith("torch==")]
-        sets = {"pip": resolve(py, wh, ["pip"]),
+        sets = {"tools": resolve(py, wh, ["pip", "setuptools", "wheel"]),
                 "torch": resolve(py, wh, ["-c", str(constraints), *torch_pin]),
                 "common": stage_reqs(wh, py, comps / "common" / "requirements.txt", ctx / "reqs" / "common")}
         srcs, req_names = {}, ["common"]
     elif images.is_runner(name):  # runner image: the core's deps, the runner's, then the sources
         sync_tree(REPO / "schemas", ctx / "schemas")
         pkgs = images.packages(name)
-        sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
-                "core": stage_reqs(wh, py, comps / images.CORE / "requirements.txt", ctx / "reqs" / "core"),
+        sets = {"core": stage_reqs(wh, py, comps / images.CORE / "requirements.txt", ctx / "reqs" / "core"),
                 "runner": stage_reqs(wh, py, images.runner_requirements(name), ctx / "reqs" / "runner")}
         srcs, req_names = {"common": comps / "common", "core": comps / images.CORE}, ["core", "runner"]
         nested["runners"] = {d.name: d for d in pkgs}
     else:  # component: its dependencies, then the common library, schemas and its source
         sync_tree(REPO / "schemas", ctx / "schemas")
-        sets = {"build": resolve(py, wh, ["setuptools", "wheel"]),
-                "component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
+        sets = {"component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
         srcs, req_names = {"common": comps / "common", "component": comps / name}, ["component"]
         nested["benchmarks"] = benchmark_folders()
     for dest, src in srcs.items():  # src/<dest>
