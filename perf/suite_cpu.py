@@ -4,7 +4,8 @@ Wall time per test (pytest --durations) says little when four test processes sha
 with an image build: a test's wall time is mostly the others' work. CPU time does not move with
 the load. As a pytest plugin this records, for every test, the user + system CPU seconds of the
 test process and of the processes it started and waited for (every `duplexeval` and stage
-command a test runs), and its wall seconds, one JSON line per test in CPU_OUT/<worker>.jsonl:
+command a test runs), its wall seconds and when it ended (epoch seconds: a timeline of the
+session), one JSON line per test in CPU_OUT/<worker>.jsonl:
 
     PYTHONPATH=perf .venv/bin/python -m pytest -p suite_cpu -n 4 --dist loadfile tests benchmarks
 
@@ -58,7 +59,7 @@ if pytest is not None:
         own1, ch1 = _cpu()
         f = _out()
         f.write(json.dumps({"id": item.nodeid, "self": round(own1 - own0, 3), "children": round(ch1 - ch0, 3),
-                            "wall": round(time.monotonic() - w0, 3)}) + "\n")
+                            "wall": round(time.monotonic() - w0, 3), "end": round(time.time(), 3)}) + "\n")
         f.flush()
 
 
