@@ -259,8 +259,11 @@ CLIENT = """
         t = np.arange(int(round(seconds * SR))) / SR
         return (0.3 * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
 
-    async def session(http, x, query="", idle=0.8):
-        \"\"\"Send x as Ogg-Opus frames; (handshake wait, [kinds], pcm, texts, how it ended).\"\"\"
+    async def session(http, x, query="", idle=3.0, first_wait=20.0):
+        \"\"\"Send x as Ogg-Opus frames; (handshake wait, [kinds], pcm, texts, how it ended): ended
+        "idle" when no message came for `idle` s (`first_wait` s for the first: the double's model
+        runs on a CPU that the image build and other tests share, and a reply that had not come
+        after 0.8 s once ended a session with none).\"\"\"
         writer, reader = sphn.OpusStreamWriter(SR), sphn.OpusStreamReader(SR)
         async with http.ws_connect(URL + "/api/chat" + query) as ws:
             t0 = time.monotonic()
@@ -275,7 +278,7 @@ CLIENT = """
             await ws.send_bytes(b"\\x07ignored")  # an unknown kind: logged and ignored
             while True:
                 try:
-                    msg = await asyncio.wait_for(ws.receive(), idle)
+                    msg = await asyncio.wait_for(ws.receive(), idle if kinds else first_wait)
                 except asyncio.TimeoutError:
                     break
                 if msg.type != aiohttp.WSMsgType.BINARY:
