@@ -5,7 +5,7 @@ with an image build: a test's wall time is mostly the others' work. CPU time doe
 the load. As a pytest plugin this records, for every test, the user + system CPU seconds of the
 test process and of the processes it started and waited for (every `duplexeval` and stage
 command a test runs), its wall seconds and when it ended (epoch seconds: a timeline of the
-session), one JSON line per test in CPU_OUT/<worker>.jsonl:
+session), one JSON line per test in CPU_OUT/<worker>-<pid>.jsonl:
 
     PYTHONPATH=perf .venv/bin/python -m pytest -p suite_cpu -n 4 --dist loadfile tests benchmarks
 

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(not PY.exists(), reason=f"{VENV.relative_to(ROOT
                                 "scripts/setup-runner-venv.sh moshi (make setup does)")
 
 
-def venv_python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def venv_python(code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run a script with the moshi environment's python; it must exit 0."""
     proc = subprocess.run([str(PY), "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
