@@ -87,7 +87,7 @@ def feed_audio(data: np.ndarray, feed: str) -> np.ndarray:
     if feed.startswith("decimate"):
         return np.ascontiguousarray(mono[::int(feed[len("decimate"):])], dtype=np.float32)
     if feed.startswith("resample_poly"):
-        from scipy.signal import resample_poly
+        from .polyphase import resample_poly  # scipy.signal.resample_poly's numbers
         up, down = (int(x) for x in feed[len("resample_poly"):].split("/"))
         return np.ascontiguousarray(resample_poly(mono.astype(np.float64), up, down), dtype=np.float32)
     raise ValueError(f"unknown feed {feed!r}")

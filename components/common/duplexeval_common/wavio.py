@@ -63,12 +63,13 @@ def duration_s(path: Path) -> float:
 
 
 def resample(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
-    """Band-limited polyphase resampling (scipy), exact output length."""
+    """Band-limited polyphase resampling (scipy.signal.resample_poly's numbers, polyphase.py),
+    exact output length."""
     if sr_in == sr_out:
         return np.asarray(audio, dtype=np.float32)
     from math import gcd
 
-    from scipy.signal import resample_poly
+    from .polyphase import resample_poly
     g = gcd(sr_in, sr_out)
     out = resample_poly(np.asarray(audio, dtype=np.float64), sr_out // g, sr_in // g)
     n = int(round(len(audio) * sr_out / sr_in))

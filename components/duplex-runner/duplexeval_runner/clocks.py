@@ -134,8 +134,9 @@ def prepare_for_realtime() -> None:
     """Once per process, before realtime sessions run side by side on the shared loop: take
     every pause of the interpreter that would otherwise fall mid-stream out of the way.
 
-    - scipy.signal (the core's resampling of each finished sample) is imported now: importing it
-      holds the interpreter for about a second;
+    - the resampler of each finished sample (duplexeval_common.polyphase) is readied now: it
+      imports scipy.special and designs its filter, which holds the interpreter for about half a
+      second;
     - what exists now (modules, SDK classes, clients) is frozen out of the garbage collector: a
       full collection walks every object (tens of ms after an SDK's imports), enough to push a
       frame past the drift limit;

@@ -78,6 +78,9 @@ def figure(tl: Timeline) -> Raw:
     T = max(tl.duration, t0 + 1e-3)
     fig = plt.figure(figsize=FIGSIZE)
     ax = fig.add_axes(AXES)
+    # the limits are set below: no autoscaling as each artist is added (a third of the drawing
+    # time of a page with 60 words went to recomputing the data limits)
+    ax.set_autoscale_on(False)
     signals = [sig[0] for sig in (tl.user, tl.model) if sig is not None]
     peak = max([float(np.max(np.abs(x))) for x in signals if len(x)] + [1e-3])
     scale = HALF / peak
@@ -101,10 +104,12 @@ def figure(tl: Timeline) -> Raw:
         ax.broken_barh([(a, max(b - a, 0.005)) for a, b in tl.vad], (LANES["vad"] - 0.12, 0.24),
                        color="#4e9a06", alpha=0.8)
     rows = (1.1, 0.65, 0.2)
+    for r, y in enumerate(rows):  # a word's bar in its row (one collection per row), its text above
+        bars = [(a, max(b - a, 0.01)) for _, a, b in tl.words[r::len(rows)]]
+        if bars:
+            ax.broken_barh(bars, (y - 0.1, 0.2), color="#75507b", alpha=0.35)
     for i, (text, a, b) in enumerate(tl.words):
-        y = rows[i % len(rows)]
-        ax.broken_barh([(a, max(b - a, 0.01))], (y - 0.1, 0.2), color="#75507b", alpha=0.35)
-        ax.text(a, y + 0.12, text, fontsize=7, va="bottom", ha="left", clip_on=True)
+        ax.text(a, rows[i % len(rows)] + 0.12, text, fontsize=7, va="bottom", ha="left", clip_on=True)
     for name, t in tl.markers:
         color = MARKER_COLORS.get(name, "black")
         ax.axvline(t, color=color, ls="--", lw=1.2)

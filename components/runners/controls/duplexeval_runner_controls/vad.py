@@ -213,7 +213,7 @@ class StreamResampler:
             return x[a:upto].copy()
         lo = max(0, (a * self.down - self.half) // self.up)   # first input output a depends on
         s = (lo // self.down) * self.down                     # a slice start on the same filter phase
-        from scipy.signal import resample_poly  # here: importing scipy.signal costs about a second
+        from duplexeval_common.polyphase import resample_poly  # scipy.signal.resample_poly's numbers
         y = resample_poly(np.asarray(x[s:], dtype=np.float64), self.up, self.down)
         off = s * self.up // self.down
         return y[a - off:upto - off].astype(np.float32)
