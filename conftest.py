@@ -29,6 +29,40 @@ def shared_model_cache(tmp_path_factory):
     os.environ.pop("DUPLEXEVAL_MODEL_CACHE", None)
 
 
+# The TTS segment cache (duplexeval_tts/segment_cache.py): one folder for the whole test session,
+# every pytest-xdist process and every stage they start, so that a sentence the datasets share is
+# synthesized once, not once per test home (fdb-mini's samples are spoken in dozens of homes). The
+# files whose point is synthesis itself (the same bytes across processes, jobs and reruns; the
+# datasets against their annotations) run without it: every sample there is synthesized for
+# real. The docker runtime never passes the variable into a container, so an image synthesizes
+# for itself. Set per test before its fixtures (a module's or session's fixture made while one of
+# these files runs is made without the cache). A DUPLEXEVAL_TTS_CACHE set by the caller is kept
+# for the other files.
+SYNTHESIZE_FOR_REAL = (
+    "tests/tts_synth/",
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_dataset.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_build.py",
+)
+_CALLER_TTS_CACHE = os.environ.get("DUPLEXEVAL_TTS_CACHE")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    rel = item.path.relative_to(item.config.rootpath).as_posix()
+    if rel.startswith(SYNTHESIZE_FOR_REAL):
+        os.environ["DUPLEXEVAL_TTS_CACHE"] = "off"
+        return
+    if _CALLER_TTS_CACHE is not None:
+        os.environ["DUPLEXEVAL_TTS_CACHE"] = _CALLER_TTS_CACHE
+        return
+    root = item.config._tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder every worker's basetemp is in
+    os.environ["DUPLEXEVAL_TTS_CACHE"] = str(root / "tts-cache")
+
+
 # The longest test files first (measured: docs/performance.md lists the slowest tests), so that
 # `make test`'s parallel pass, which hands out whole files in this order (--no-loadscope-reorder),
 # does not end with three processes idle while the fourth works through a long file it was given

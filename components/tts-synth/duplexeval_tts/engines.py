@@ -135,8 +135,16 @@ def to_segment(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
 
 
 def render(engine: Engine, text: str, sample_rate: int) -> np.ndarray:
-    """One speech segment for `text` at sample_rate; DuplexEvalError when it is silent."""
-    seg = to_segment(engine.synthesize(text), engine.sample_rate, sample_rate)
+    """One speech segment for `text` at sample_rate; DuplexEvalError when it is silent. With
+    $DUPLEXEVAL_TTS_CACHE set, a segment an engine that takes part made before is read from
+    there (segment_cache.py: the same bytes)."""
+    from . import segment_cache
+    name = segment_cache.key(engine, text, sample_rate)
+    seg = segment_cache.get(name) if name else None
+    if seg is None:
+        seg = to_segment(engine.synthesize(text), engine.sample_rate, sample_rate)
+        if name and seg.size:
+            segment_cache.put(name, seg)
     if seg.size == 0:
         raise DuplexEvalError(f"{engine.name} produced no speech for {text!r}")
     return seg

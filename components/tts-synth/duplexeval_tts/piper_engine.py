@@ -79,6 +79,7 @@ class PiperEngine:
     name = "piper"
     SETTINGS = Spec(voice_setting(DEFAULT_VOICE, "a Piper voice installed here"), RATE)
     deterministic = True
+    segment_cache = True  # its identity is complete: segment_cache.py
 
     @staticmethod
     def available_voices() -> list[str]:
@@ -94,8 +95,11 @@ class PiperEngine:
         piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
         model, config = voice_files(voice)
         self.voice = voice
-        self._voice = load_voice(model, config)
-        self.sample_rate = self._voice.config.sample_rate
+        self._files = (model, config)  # the voice is loaded at the first synthesis (a second of
+        # CPU for onnxruntime's session): a stage whose segments all come from the segment cache
+        # never loads it
+        self.sample_rate = piper_config.PiperConfig.from_dict(
+            json.loads(config.read_text(encoding="utf-8"))).sample_rate
         self.model_sha256 = _sha256(model)
         synthesis = {**SYNTHESIS, "length_scale": 1.0 / self.rate}
         self.settings = {**synthesis, "normalize_audio": False, "onnxruntime_threads": 1,
@@ -105,7 +109,8 @@ class PiperEngine:
         self._syn = piper_config.SynthesisConfig(normalize_audio=False, **synthesis)
 
     def synthesize(self, text: str) -> np.ndarray:
-        chunks = [c.audio_float_array for c in self._voice.synthesize(text, syn_config=self._syn)]
+        voice = load_voice(*self._files)
+        chunks = [c.audio_float_array for c in voice.synthesize(text, syn_config=self._syn)]
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
 
