@@ -71,13 +71,23 @@ def test_every_part_of_the_key_moves_it(piper, monkeypatch):
     monkeypatch.setattr(piper, "rate", 1.25)
     others.add(segment_cache.key(piper, TEXT, 16000))
     monkeypatch.undo()
-    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the numeric environment
+    monkeypatch.setenv("ORT_TEST_NUMERIC_SETTING", "1")  # the numeric environment
     others.add(segment_cache.key(piper, TEXT, 16000))
     monkeypatch.undo()
-    segment_cache._code.cache_clear()
+    monkeypatch.setenv("PHONEMIZER_ESPEAK_LIBRARY", "/elsewhere/libespeak-ng.so")
+    others.add(segment_cache.key(piper, TEXT, 16000))
+    monkeypatch.undo()
+    monkeypatch.setattr(segment_cache, "_machine", lambda: {"arch": "riscv64", "cpu_flags_sha256": "0"})
+    others.add(segment_cache.key(piper, TEXT, 16000))
+    monkeypatch.undo()
     monkeypatch.setattr(segment_cache, "_code", lambda module: "another version of the code")
     others.add(segment_cache.key(piper, TEXT, 16000))
-    assert base not in others and len(others) == 7
+    monkeypatch.undo()
+    assert base not in others and len(others) == 9
+    # a thread count is not part of it: tts-synth's workers set OMP_NUM_THREADS=1, the stage's own
+    # process does not, and the engines that take part run onnxruntime on one thread of their own
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert segment_cache.key(piper, TEXT, 16000) == base
 
 
 def test_engines_without_a_complete_identity_take_no_part(piper, monkeypatch):
@@ -107,13 +117,37 @@ def test_a_damaged_entry_is_synthesized_again_and_rewritten(piper, cache, damage
     assert hashlib.sha256(payload).digest() == entry.read_bytes()[:32] and payload == good.tobytes()
 
 
-def test_an_unusable_folder_is_no_cache(piper, tmp_path, monkeypatch):
+def test_an_unusable_folder_is_no_cache_and_says_so_once(piper, tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(segment_cache.ENV, str(blocker / "tts"))
     segment_cache._usable.cache_clear()
     assert segment_cache.root() is None
     assert engines.render(piper, TEXT, 16000).size > 0
+    assert engines.render(piper, TEXT + " Again.", 16000).size > 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and segment_cache.ENV in notes[0] and "without the segment cache" in notes[0]
+
+
+def test_a_relative_folder_is_taken_from_where_the_process_starts(piper, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(segment_cache.ENV, "rel-cache")
+    assert segment_cache.root() == tmp_path / "rel-cache"
+
+
+def test_a_voice_that_cannot_load_stops_at_once_without_the_cache(tmp_path, monkeypatch):
+    """Without the cache the Piper voice loads when the engine is made (a broken model is the
+    stage's one-line error before any sample); with it, at the first synthesis."""
+    from duplexeval_tts import piper_engine
+    calls = []
+    monkeypatch.setattr(piper_engine, "load_voice", lambda *a: calls.append(a) or (_ for _ in ()).throw(
+        RuntimeError("broken model")))
+    monkeypatch.setenv(segment_cache.ENV, "off")
+    with pytest.raises(RuntimeError, match="broken model"):
+        piper_engine.PiperEngine()
+    monkeypatch.setenv(segment_cache.ENV, str(tmp_path / "c"))
+    engine = piper_engine.PiperEngine()
+    assert engine.sample_rate == 22050 and len(calls) == 1
 
 
 def test_a_dataset_stage_gives_the_same_files_with_and_without_the_cache(tmp_path, monkeypatch):

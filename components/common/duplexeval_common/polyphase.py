@@ -1,6 +1,8 @@
 """Polyphase resampling equal, bit for bit, to `scipy.signal.resample_poly(x, up, down)` on 1-D
-float64 input with its defaults (a Kaiser-windowed sinc low-pass, beta 5, half length 10 times the
-larger rate; zero padding), without importing `scipy.signal`.
+float64 input with its defaults (a Kaiser-windowed sinc low-pass, beta 5, half length 10 times
+the larger rate; zero padding), without importing `scipy.signal`. Other real input is converted
+to float64 first, as every caller here does; complex input and rates that are not integers are
+refused.
 
 Why: importing `scipy.signal` costs about 1.4 s of CPU (SciPy 1.17 imports scipy.stats,
 interpolate and optimize with it), paid by every process that resamples once: each tts-synth
@@ -19,8 +21,8 @@ signals):
 - each output sample is the sum, in order of the input index, of input times flipped polyphase
   tap, starting from 0.0: the loop of SciPy's `_upfirdn_apply._apply_impl` with zero padding
   (a term outside the input is 0 and adding it changes nothing: the sum is never -0.0). Numpy does
-  the same multiply and add per term, each rounded once, for every output of one filter phase
-  at once.
+  the same multiply and add per term, each rounded once, for many outputs at once (all of them
+  per tap for a short signal, all of one filter phase per tap for a long one).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 __all__ = ["resample_poly"]
 
 KAISER_BETA = 5.0
+COMB_MIN = 256  # outputs per filter phase from which the strided (comb) loop is the faster one
 
 
 @functools.lru_cache(maxsize=32)
@@ -68,10 +71,16 @@ def _output_len(len_h: int, in_len: int, up: int, down: int) -> int:
 
 
 def resample_poly(x: np.ndarray, up: int, down: int) -> np.ndarray:
-    """scipy.signal.resample_poly(x, up, down) for a 1-D signal, as float64."""
-    x = np.asarray(x, dtype=np.float64)
+    """scipy.signal.resample_poly(x, up, down) of a 1-D real signal, computed in float64 (the
+    same bytes as SciPy's for float64 input; every caller here passes float64)."""
+    if isinstance(up, bool) or isinstance(down, bool) or int(up) != up or int(down) != down:
+        raise ValueError("up and down must be integers")
+    x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError("resample_poly: a 1-D signal is expected")
+    if np.iscomplexobj(x):
+        raise ValueError("resample_poly: a real signal is expected")
+    x = x.astype(np.float64, copy=False)
     up, down = int(up), int(down)
     if up < 1 or down < 1:
         raise ValueError("up and down must be >= 1")
@@ -93,15 +102,24 @@ def resample_poly(x: np.ndarray, up: int, down: int) -> np.ndarray:
     h_full[:len(h)] = h
     flipped = np.ascontiguousarray(h_full.reshape(-1, up).T[:, ::-1])  # (up, h_per_phase)
     per_phase = flipped.shape[1]
-    # The outputs resample_poly keeps, y = n_pre_remove + i for i in [0, n_out): output y reads
+    # The outputs resample_poly keeps are y = n_pre_remove + i for i in [0, n_out). Output y reads
     # inputs x_idx - per_phase + 1 ... x_idx with phase `phase` of the filter, where
-    # x_idx, phase = divmod(y * down, up). Outputs i, i + up, i + 2 up, ... share their phase and
-    # step `down` inputs at a time: with the input laid out as `columns` (columns[c, r] is input
-    # r * down + c, after per_phase zeros in front), each tap's terms of such a comb are one
-    # contiguous run of a row.
+    # x_idx, phase = divmod(y * down, up); `padded` has per_phase zeros in front of the input (and
+    # zeros after it), so tap k of output y reads padded[x_idx + 1 + k].
     rows = (per_phase + n_in + per_phase) // down + 2
     padded = np.zeros(rows * down)  # 0 outside the input
     padded[per_phase:per_phase + n_in] = x
+    if n_out < COMB_MIN * up:
+        # Few outputs per phase (a short signal, or up in the hundreds: 22,050 or 44,100 Hz to
+        # 16 kHz): every output at once, one gather per tap (per_phase numpy calls in all).
+        x_idx, phase = np.divmod((np.arange(n_out, dtype=np.int64) + n_pre_remove) * down, up)
+        out = np.zeros(n_out)
+        for k in range(per_phase):
+            out += padded[x_idx + 1 + k] * flipped[phase, k]
+        return out
+    # Many outputs per phase: outputs i, i + up, i + 2 up, ... share their phase and step `down`
+    # inputs at a time; with the input laid out as `columns` (columns[c, r] is padded[r * down + c])
+    # each tap's terms of such a comb are one contiguous run of a row (no gathers).
     columns = np.ascontiguousarray(padded.reshape(rows, down).T)
     out = np.empty(n_out)
     for p in range(min(up, n_out)):
@@ -110,7 +128,7 @@ def resample_poly(x: np.ndarray, up: int, down: int) -> np.ndarray:
         taps = flipped[phase]
         acc, term = np.zeros(count), np.empty(count)
         for k in range(per_phase):
-            r, c = divmod(x_idx + 1 + k, down)  # tap k's input, x_idx - per_phase + 1 + k, in `padded`
+            r, c = divmod(x_idx + 1 + k, down)  # tap k's input in `padded`
             np.multiply(columns[c, r:r + count], taps[k], out=term)
             acc += term
         out[p::up] = acc

@@ -95,11 +95,16 @@ class PiperEngine:
         piper_config = optional.import_optional(WHAT, "piper.config", HINTS["piper"])
         model, config = voice_files(voice)
         self.voice = voice
-        self._files = (model, config)  # the voice is loaded at the first synthesis (a second of
-        # CPU for onnxruntime's session): a stage whose segments all come from the segment cache
-        # never loads it
-        self.sample_rate = piper_config.PiperConfig.from_dict(
-            json.loads(config.read_text(encoding="utf-8"))).sample_rate
+        self._files = (model, config)
+        # With the segment cache on, the voice is loaded at the first synthesis (a second of CPU
+        # for onnxruntime's session), so a stage whose segments all come from the cache never
+        # loads it; otherwise now, so that a voice that cannot load stops the stage in one line.
+        from . import segment_cache
+        if segment_cache.enabled():
+            self.sample_rate = piper_config.PiperConfig.from_dict(
+                json.loads(config.read_text(encoding="utf-8"))).sample_rate
+        else:
+            self.sample_rate = load_voice(model, config).config.sample_rate
         self.model_sha256 = _sha256(model)
         synthesis = {**SYNTHESIS, "length_scale": 1.0 / self.rate}
         self.settings = {**synthesis, "normalize_audio": False, "onnxruntime_threads": 1,

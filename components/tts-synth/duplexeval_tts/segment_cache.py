@@ -1,6 +1,7 @@
 """A cache of synthesized speech segments, shared by every run and home that points to it.
 
-Off unless $DUPLEXEVAL_TTS_CACHE names a folder (docs/datasets.md, "The TTS segment cache"). With
+Off unless $DUPLEXEVAL_TTS_CACHE names a folder (components/tts-synth/README.md, "The TTS segment
+cache"; `off`, `0`, `false`, `no` or empty: off). With
 it, `engines.render` looks a segment up before synthesizing and keeps what it synthesizes, so a
 run with another --limit, subset or home, which makes another dataset stage, does not speak the
 same sentences again. The test suite points every process at one folder.
@@ -13,7 +14,13 @@ What a segment depends on, all of it in the key (sha256 of canonical JSON):
 - the code that turns the engine's output into the segment (resampling, peak scaling,
   trimming) and the engine's own module: the sha256 of their source files, and numpy's and
   scipy's versions;
-- the numeric environment (OPENBLAS_*, OMP_* and the like: duplexeval_common.stage).
+- the numeric environment (OPENBLAS_*, OMP_* and the like: duplexeval_common.stage) but the
+  thread counts (`*_NUM_THREADS`): the engines that take part run onnxruntime on one thread of
+  their own and the shaping is elementwise numpy, so a thread count changes none of their numbers,
+  and tts-synth's worker processes set OMP_NUM_THREADS=1 where the stage's own process does not;
+- the machine: its architecture and CPU flags (onnxruntime's and numpy's kernels follow them), and
+  the variables that point the phonemizers at another espeak-ng (PHONEMIZER_ESPEAK_LIBRARY,
+  PHONEMIZER_ESPEAK_PATH, ESPEAK_DATA_PATH).
 Only engines whose output is reproducible and whose identity is complete take part: those with
 `segment_cache = True` (Piper and Kokoro: an ONNX model file and its config hashed, onnxruntime
 pinned to one thread). A hosted engine (openai) or one whose weights are not all hashed never
@@ -22,7 +29,9 @@ does.
 An entry is the sha256 of its samples followed by the samples (float32, little-endian), written
 to a temporary name and renamed: a torn, truncated or edited entry fails its hash and is
 synthesized again and rewritten. A folder that cannot be made or written is no cache (the
-segment is synthesized); a cache never decides a result. The docker runtime does not pass
+segment is synthesized, and the process says so once); a cache never decides a result. The folder
+is trusted as the user cache is (made with mode 0700): whoever can write to it can change what is
+read back. The docker runtime does not pass
 $DUPLEXEVAL_TTS_CACHE into its containers, so an image always synthesizes itself.
 """
 
@@ -31,7 +40,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +50,7 @@ import numpy as np
 ENV = "DUPLEXEVAL_TTS_CACHE"
 FORMAT = "tts-segment-1"
 _OFF = {"", "0", "off", "false", "no"}
+ESPEAK_VARIABLES = ("PHONEMIZER_ESPEAK_LIBRARY", "PHONEMIZER_ESPEAK_PATH", "ESPEAK_DATA_PATH")
 
 
 def root() -> Path | None:
@@ -47,13 +59,36 @@ def root() -> Path | None:
     value = os.environ.get(ENV, "").strip()
     if value.lower() in _OFF:
         return None
-    return _usable(str(Path(value).expanduser()))
+    return _usable(str(Path(value).expanduser().resolve()))
+
+
+def enabled() -> bool:
+    """Whether $DUPLEXEVAL_TTS_CACHE asks for the cache (usable or not)."""
+    return os.environ.get(ENV, "").strip().lower() not in _OFF
 
 
 @functools.lru_cache(maxsize=8)
 def _usable(path: str) -> Path | None:
     from duplexeval_common.cache import usable_cache_dir
-    return usable_cache_dir(Path(path))
+    folder = usable_cache_dir(Path(path))
+    if folder is None:
+        print(f"note: {ENV}={path} is not a folder that can be written: synthesizing without the "
+              "segment cache", file=sys.stderr)
+    return folder
+
+
+@functools.lru_cache(maxsize=1)
+def _machine() -> dict:
+    """The architecture and a hash of the CPU's flags (Linux: /proc/cpuinfo's first flags line)."""
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.split(":", 1)[0].strip() in ("flags", "Features"):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                break
+    except OSError:
+        pass
+    return {"arch": platform.machine(), "cpu_flags_sha256": hashlib.sha256(flags.encode()).hexdigest()}
 
 
 @functools.lru_cache(maxsize=16)
@@ -83,7 +118,9 @@ def key(engine, text: str, sample_rate: int) -> str | None:
                    "settings": engine.settings},
         "text": text, "sample_rate": int(sample_rate),
         "code": _code(type(engine).__module__), "numpy": np.__version__, "scipy": scipy.__version__,
-        "numeric": numeric_environment(),
+        "numeric": {k: v for k, v in numeric_environment().items() if not k.endswith("_NUM_THREADS")},
+        "machine": _machine(),
+        "espeak": {k: os.environ.get(k, "") for k in ESPEAK_VARIABLES},
     })
 
 
@@ -111,13 +148,16 @@ def put(name: str, segment: np.ndarray) -> None:
         return
     payload = np.ascontiguousarray(segment, dtype="<f4").tobytes()
     path = _path(folder, name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp.write_bytes(hashlib.sha256(payload).digest() + payload)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
     except OSError:  # a full or read-only disk: no entry, the segment stands
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
