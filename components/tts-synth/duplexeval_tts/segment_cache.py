@@ -1,10 +1,9 @@
 """A cache of synthesized speech segments, shared by every run and home that points to it.
 
 Off unless $DUPLEXEVAL_TTS_CACHE names a folder (components/tts-synth/README.md, "The TTS segment
-cache"; `off`, `0`, `false`, `no` or empty: off). With
-it, `engines.render` looks a segment up before synthesizing and keeps what it synthesizes, so a
-run with another --limit, subset or home, which makes another dataset stage, does not speak the
-same sentences again. The test suite points every process at one folder.
+cache"; `off`, `0`, `false`, `no` or empty: off). With it, `engines.render` looks a segment up
+before synthesizing and keeps what it synthesizes, so a run with another --limit, subset or home,
+which makes another dataset stage, does not speak the same sentences again. The test suite points every process at one folder.
 
 What a segment depends on, all of it in the key (sha256 of canonical JSON):
 - the engine's identity as the engine protocol declares it (engines.Engine): its name, voice,
@@ -31,8 +30,8 @@ to a temporary name and renamed: a torn, truncated or edited entry fails its has
 synthesized again and rewritten. A folder that cannot be made or written is no cache (the
 segment is synthesized, and the process says so once); a cache never decides a result. The folder
 is trusted as the user cache is (made with mode 0700): whoever can write to it can change what is
-read back. The docker runtime does not pass
-$DUPLEXEVAL_TTS_CACHE into its containers, so an image always synthesizes itself.
+read back. The docker runtime does not pass $DUPLEXEVAL_TTS_CACHE into its containers, so an image
+always synthesizes for itself.
 """
 
 from __future__ import annotations
