@@ -170,3 +170,17 @@ def test_a_dataset_stage_gives_the_same_files_with_and_without_the_cache(tmp_pat
     assert n > 0 and len(entries(tmp_path / "c")) == n
     assert plain == warmed == cached and any(k.endswith(".wav") for k in plain)
     assert json.loads((tmp_path / "cached" / "stage.json").read_text())["samples"]
+
+
+def test_writers_of_one_entry_at_once_leave_one_valid_entry(cache, monkeypatch):
+    """Processes (here threads) writing the same entry side by side: each writes its own temporary
+    file and renames it, so what is left is one whole entry and no temporary file."""
+    import threading
+    seg = np.linspace(-0.5, 0.5, 48000, dtype=np.float32)
+    threads = [threading.Thread(target=segment_cache.put, args=("ab" * 32, seg)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.name for p in cache.rglob("*") if p.is_file()] == ["ab" * 32 + ".f32"]
+    assert segment_cache.get("ab" * 32).tobytes() == seg.tobytes()
