@@ -52,6 +52,9 @@ mkdir -p "$(dirname "$VENV")"
 [ "$(dirname "$VENV")" = .venvs ] && [ ! -f .venvs/.gitignore ] && echo '*' > .venvs/.gitignore
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
+# pip and the build backend at constraints.txt's pins (as scripts/setup-venv.sh: pip 26 resolves in
+# a third of the venv module's pip's time; setuptools builds the editable installs below)
+"${pip[@]}" -c constraints.txt pip setuptools wheel
 if grep -q '^torch==' "$pkg/requirements.txt"; then
   echo "setup: installing torch==2.13.0 (CPU) and $pkg/requirements.txt into $VENV"
   "${pip[@]}" -c constraints.txt torch==2.13.0
@@ -69,7 +72,7 @@ if [ -s "$split/nodeps.txt" ]; then
   "${pip[@]}" --no-deps --no-build-isolation -r "$split/nodeps.txt"
 fi
 # the shared library, the runner core (the package's entry point needs it), then the package
-"${pip[@]}" --no-deps -e components/common -e components/duplex-runner -e "$pkg"
+"${pip[@]}" --no-deps --no-build-isolation -e components/common -e components/duplex-runner -e "$pkg"
 "$VENV/bin/python" -c "import duplexeval_runner, duplexeval_runner_${name//-/_}"
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"
