@@ -72,7 +72,8 @@ if [ -s "$split/nodeps.txt" ]; then
   "${pip[@]}" --no-deps --no-build-isolation -r "$split/nodeps.txt"
 fi
 # the shared library, the runner core (the package's entry point needs it), then the package
-"${pip[@]}" --no-deps --no-build-isolation -e components/common -e components/duplex-runner -e "$pkg"
+# (PYTHONWARNINGS: setuptools' notes on editable installs and data folders, as in scripts/setup-venv.sh)
+PYTHONWARNINGS=ignore::UserWarning "${pip[@]}" --no-deps --no-build-isolation -e components/common -e components/duplex-runner -e "$pkg"
 "$VENV/bin/python" -c "import duplexeval_runner, duplexeval_runner_${name//-/_}"
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"

@@ -84,7 +84,10 @@ for c in components/*/ "${shared_runners[@]/%//}" benchmarks/*/; do
   [ "$c" = components/common/ ] && continue
   [ -f "$c/pyproject.toml" ] && editables+=(-e "${c%/}")
 done
-"${pip[@]}" --no-deps --no-build-isolation "${editables[@]}"
+# (PYTHONWARNINGS: setuptools' notes that an editable install can be shadowed by a folder of the
+# same name, and that templates/ and profiles/ are data folders rather than packages, which is
+# what package-data declares; pip 26 prints them for every package)
+PYTHONWARNINGS=ignore::UserWarning "${pip[@]}" --no-deps --no-build-isolation "${editables[@]}"
 rm -f "$VENV"/.duplexeval-setup-*
 touch "$stamp"
 echo "setup: done"

@@ -13,15 +13,15 @@ from .conftest import assert_same_stages, eval_in_both_runtimes, final_metrics, 
 pytestmark = needs_images
 
 
-# Three of mtr-mini's eleven subsets: the pause rounds (whose success always-talk fails by
-# construction), the one that mixes every kind of event, and the dialogue-quality dialogue. The
-# whole mini set in both runtimes took 617 s of a 2-core CI run; the stages' code is the same for
-# every subset, and fdb-mini, the default dataset, runs whole in both runtimes
+# Two of mtr-mini's eleven subsets: the one that mixes every kind of event (pause rounds among
+# them) and the dialogue-quality dialogue, which between them go through every stage. The whole
+# mini set in both runtimes took 617 s of a 2-core CI run, three subsets 424 s; the stages' code
+# is the same for every subset, and fdb-mini, the default dataset, runs whole in both runtimes
 # (test_docker_runtime.py).
-SUBSETS = ["pause_features", "mix_sipb_features", "synthetic_dialogue_quality"]
+SUBSETS = ["mix_sipb_features", "synthetic_dialogue_quality"]
 
 
-def test_mtr_docker_run_equals_local_run_on_three_subsets(tmp_path):
+def test_mtr_docker_run_equals_local_run_on_two_subsets(tmp_path):
     """MTR-DuplexBench in both runtimes (always-talk, judge none): every stage, the turn-segmenter
     image's segment and rounds stages included, gives the same content digest, and metrics.json is
     the same bytes."""
@@ -33,5 +33,5 @@ def test_mtr_docker_run_equals_local_run_on_three_subsets(tmp_path):
     assert_same_stages(runs)
     m = final_metrics(runs)
     assert m[0] == m[1]
-    assert read_json(dh / "store" / drun["stages"][-1]["key"] / "metrics.json")["subsets"]["pause_features"][
-        "ranges"]["1-10"]["paper"]["success"]["value"] == 0.0
+    cell = read_json(dh / "store" / drun["stages"][-1]["key"] / "metrics.json")["subsets"]["mix_sipb_features"]
+    assert cell["ranges"]["1-10"]["n"] == 10

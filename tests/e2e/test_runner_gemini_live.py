@@ -1,4 +1,4 @@
-"""End to end: `duplexeval eval --model gemini-live --dataset fdb-mini --limit 2` against the Gemini
+"""End to end: `duplexeval eval --model gemini-live --dataset fdb-mini --limit 1` against the Gemini
 Live protocol test double (tests/duplex_runner/gemini_live_server.py: not the model), with the real
 google-genai SDK as the runner's client, the endpoint from MODEL_URL (+ MODEL_CA) and a planted key
 in GEMINI_API_KEY.
@@ -59,7 +59,7 @@ def test_gemini_live_through_the_pipeline(tmp_path, server, cert):  # noqa: F811
     srv = server(reply_delay_s=0.5, reply_wav=str(reply), die_after=20, die_how="close", die_in_session=2)
     home = tmp_path / "home"
     env = {"GEMINI_API_KEY": KEY, "MODEL_URL": srv.url, "MODEL_CA": str(cert[0])}
-    args = ["eval", "--model", "gemini-live", "--dataset", "fdb-mini", *SUBSET_ARGS, "--limit", "2", "--judge", "none",
+    args = ["eval", "--model", "gemini-live", "--dataset", "fdb-mini", *SUBSET_ARGS, "--limit", "1", "--judge", "none",
             "--runner-arg", "grace_s=1.0", *DRIFT]
 
     first = dx(home, *args, env=env)
@@ -79,12 +79,12 @@ def test_gemini_live_through_the_pipeline(tmp_path, server, cert):  # noqa: F811
     runner_stage = read_json(store / stages["runner"]["key"] / "stage.json")
     ran_again = [k for k, v in runner_stage["samples"].items() if not v.get("cached")]
     assert ran_again == [lost]
-    assert len(srv.rows(n=7)) == 7                      # six sessions, then one for the repaired sample
+    assert len(srv.rows(n=4)) == 4                      # three sessions, then one for the repaired sample
 
     # every output is exactly its input's length and rate
     data, out = store / stages["dataset"]["key"] / "samples", store / stages["runner"]["key"] / "samples"
     keys = sorted(runner_stage["samples"])
-    assert len(keys) == 6
+    assert len(keys) == 3
     for key in keys:
         i, o = sf.info(str(data / key / "input.wav")), sf.info(str(out / key / "output.wav"))
         assert (o.frames, o.samplerate) == (i.frames, i.samplerate), key
