@@ -508,3 +508,35 @@ def test_wss_with_a_self_signed_certificate(tls_double, monkeypatch):
         lag = int(np.argmax(np.correlate(y, x[FRAME:3 * FRAME], "valid"))) - FRAME
         assert lag == pytest.approx(312, abs=3)
     assert len(posted) == 2 and posted[0]["temp_audio"] == 0.1
+
+
+def test_a_failed_send_reports_what_the_receiver_saw_even_when_it_runs_late():
+    """A send into a transport that is closing fails before the receiver has read the close: the
+    session's reason is still the receiver's (the CI machine once ran the receiver only after the
+    sender's next yield, and the reason named the transport's write error instead)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from duplexeval_runner_moshi_ws import runner as mod
+
+    class ClosingWS:
+        async def send_bytes(self, data):
+            raise ConnectionResetError("Cannot write to closing transport")
+
+    conn = object.__new__(mod._Connection)
+    conn.lockstep, conn.ended, conn.sent, conn.decoded, conn.stats = False, None, 0, 0, {"bytes_sent": 0}
+    conn.writer = SimpleNamespace(append_pcm=lambda pcm: b"\x00" * 8)
+    conn.ws, conn.r = ClosingWS(), SimpleNamespace(scrub=lambda text: text)
+    lost = f"runner {mod.NAME!r}: the connection to the server was lost (no WebSocket close frame)"
+
+    async def receiver_late():
+        await asyncio.sleep(0.2)   # many yields after the failed send
+        conn.ended = conn.ended or lost
+
+    async def main():
+        late = asyncio.ensure_future(receiver_late())
+        await conn.send(np.zeros(mod.FRAME, dtype=np.float32), 3)
+        await late
+
+    asyncio.run(main())
+    assert conn.ended == lost

@@ -77,6 +77,7 @@ KIND_HANDSHAKE, KIND_AUDIO, KIND_TEXT = 0, 1, 2
 KIND_NAMES = {3: "control", 4: "metadata", 5: "error", 6: "ping", 7: "coloredtext"}
 SETTINGS_RETRY_S = 0.5
 LINGER_S = 0.1  # lockstep: after the last output frame, for the text piece sent right after it
+LOST_WAIT_S = 1.0  # a send that failed waits at most this long for the receiver to say why
 BODY_LIMIT = 65536  # the most of an HTTP answer (to /api/settings) read
 
 SETTINGS = Spec(
@@ -415,7 +416,11 @@ class _Connection(Connection):
         try:
             await self.ws.send_bytes(b"\x01" + bytes(data))
         except Exception as exc:  # the transport is closing: the receiver says why
-            await asyncio.sleep(0)
+            # (it reads the close frame, or its absence, when the loop next runs it: on a loaded
+            # machine not always at the next yield, so wait for it a little, else say it here)
+            deadline = asyncio.get_running_loop().time() + LOST_WAIT_S
+            while self.ended is None and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
             why = self.ended or self.r.scrub(f"runner {NAME!r}: the connection was lost ({type(exc).__name__}: "
                                              f"{exc})")
             self.ended = self.ended or why
