@@ -152,12 +152,27 @@ SLOW_FILES = frozenset(LONGEST_FIRST) | {
 }
 
 
+# The files `make test` runs beside its serial pass instead of in the parallel one (marked
+# `filler` here; scripts/test-passes.sh): the serial pass's real-time sessions leave about one of
+# two cores idle for its six minutes, and these fill it. Each is CPU-bound synthesis with nothing
+# timed (the datasets against their annotations, the engines and voices), about 310 s of CPU
+# together in the parallel pass (docs/performance.md, "CI"); all are `slow` too.
+FILLER_FILES = frozenset({
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
+    "tests/tts_synth/test_engines_voices.py",
+})
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     for item in items:
-        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+        path = item.nodeid.split("::", 1)[0]
+        if path in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        if path in FILLER_FILES:
+            item.add_marker(pytest.mark.filler)
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(LONGEST_FIRST)))
 
 

@@ -9,6 +9,11 @@ warm):
   constraints.txt            the repo's constraints (torch pin)
   reqs/<set>/{deps,nodeps}.txt    reqs/common for the base targets; reqs/component for a
                              component; reqs/core and reqs/runner for a runner image
+  reqs/<set>/imports.txt, reqs/<set>/compile_imports.py   (an image's sets, not the bases') the
+                             third-party modules the duplexeval code going into the image imports
+                             (docker/imports.py: of common and the component with the benchmark
+                             packages; of common and the core; of those and the runner packages),
+                             whose bytecode the layer writes after a `pip install --no-compile`
   wheels/<set>/              hard links to just the wheels one install step needs, so that a
                              new wheel for one image does not invalidate another's layers:
                              tools (pip and the build backend, setuptools and wheel, which
@@ -50,6 +55,7 @@ from urllib.parse import unquote, urlparse
 
 sys.path.insert(0, str(Path(__file__).parent))
 import images  # noqa: E402
+import imports  # noqa: E402
 import reqs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,6 +172,12 @@ def stage_reqs(wh: Path, py: str, req: Path | str, rdir: Path) -> set[str]:
 BENCHMARK_SKIP = {"datasets", "tests"}  # a benchmark folder's parts no image needs
 
 
+def stage_imports(rdir: Path, folders: list[Path]) -> None:
+    """rdir/imports.txt (what the sources in `folders` import) and rdir/compile_imports.py."""
+    write_if_changed(rdir / "imports.txt", "".join(f"{m}\n" for m in imports.imports(folders)))
+    write_if_changed(rdir / "compile_imports.py", (Path(__file__).parent / "compile_imports.py").read_text())
+
+
 def benchmark_folders() -> dict[str, Path]:
     """{folder name: benchmarks/<folder>} of every benchmark package of the repository."""
     return {p.parent.name: p.parent for p in sorted((REPO / "benchmarks").glob("*/pyproject.toml"))}
@@ -207,11 +219,14 @@ def stage(wh: Path, py: str, ctx: Path, name: str | None) -> None:
         pkgs = images.packages(name)
         sets = {"core": stage_reqs(wh, py, comps / images.CORE / "requirements.txt", ctx / "reqs" / "core"),
                 "runner": stage_reqs(wh, py, images.runner_requirements(name), ctx / "reqs" / "runner")}
+        stage_imports(ctx / "reqs" / "core", [comps / "common", comps / images.CORE])
+        stage_imports(ctx / "reqs" / "runner", [comps / "common", comps / images.CORE, *pkgs])
         srcs, req_names = {"common": comps / "common", "core": comps / images.CORE}, ["core", "runner"]
         nested["runners"] = {d.name: d for d in pkgs}
     else:  # component: its dependencies, then the common library, schemas and its source
         sync_tree(REPO / "schemas", ctx / "schemas")
         sets = {"component": stage_reqs(wh, py, comps / name / "requirements.txt", ctx / "reqs" / "component")}
+        stage_imports(ctx / "reqs" / "component", [comps / "common", comps / name, *benchmark_folders().values()])
         srcs, req_names = {"common": comps / "common", "component": comps / name}, ["component"]
         nested["benchmarks"] = benchmark_folders()
     for dest, src in srcs.items():  # src/<dest>

@@ -143,8 +143,9 @@ def test_rerun_is_cached_and_the_tree_rescores_to_the_same_bytes(home, silence, 
 
 
 def test_always_talk_fails_every_pause(home, silence):
-    r, run, stages, metrics = evaluate(home, "--model", "always-talk", "--subset", "pause_features",
-                                       "--subset", "smooth_features")
+    # pause_features alone: always-talk's ten smooth-feature rounds (as many again of ASR over
+    # continuous speech) showed nothing the silence run and these do not
+    r, run, stages, metrics = evaluate(home, "--model", "always-talk", "--subset", "pause_features")
     assert r.returncode == 0, r.stdout + r.stderr
     for rng in RANGES:
         assert success(metrics, "pause_features", rng)[:2] == (0.0, 0.0)
