@@ -84,18 +84,20 @@ eval-images: setup
 # Beside the serial pass, the tests marked `filler` (whole files of CPU-bound synthesis, listed in
 # the root conftest.py) run in one more process on the CPU the real-time sessions leave idle: at
 # the idle scheduling class (SCHED_IDLE; nice 19 where chrt is missing), so they take only what no
-# serial test wants, and with their temporary folders in memory (/dev/shm where it has 4 GB free),
-# so that no write-back of theirs delays a frame (the disk, not the CPU, is what did: docs/performance.md
-# "CI"). Their output comes after the serial pass's.
+# serial test wants. Their output comes after the serial pass's. Every pass's temporary folders
+# are in memory where /dev/shm has 8 GB free (TEST_TMPFS=0: in TMPDIR, as before): away from the
+# image build's disk, and no write-back of theirs delays a real-time frame (the disk, not the
+# CPU, is what did: docs/performance.md "CI"). scripts/test-passes.sh runs the passes.
 TEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 2
+TEST_TMPFS ?= auto
 PYTEST_RUN = $(BIN)/python -m pytest -q -p no:cacheprovider -o tmp_path_retention_policy=failed \
   -o tmp_path_retention_count=1 --durations=25
 # --no-loadscope-reorder: files are handed out in the order the root conftest.py sorts them (the
 # longest first), not xdist's default of the files with the most tests first.
 test: bytecode
 	@PYTEST_RUN='$(PYTEST_RUN)' TEST_WORKERS='$(TEST_WORKERS)' SERIAL_WORKERS='$(SERIAL_WORKERS)' \
-	  scripts/test-passes.sh $(PYTEST_ARGS)
+	  TEST_TMPFS='$(TEST_TMPFS)' scripts/test-passes.sh $(PYTEST_ARGS)
 
 # Bytecode written once before the tests. Where PYTHONDONTWRITEBYTECODE=1 is set (as on the CI
 # machine) no import writes any, so every process of the suite compiled each project module it

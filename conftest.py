@@ -75,7 +75,6 @@ def pytest_runtest_setup(item):
 LONGEST_FIRST = (
     "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_eval.py",
     "tests/orchestrator/test_slurm.py",
-    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
     "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_eval_controls.py",
     "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_eval_controls.py",
     "tests/orchestrator/test_repair_and_secrets.py",
@@ -84,9 +83,17 @@ LONGEST_FIRST = (
     "tests/duplex_runner/test_moshi.py",
     "benchmarks/mtr/duplexeval_mtr/tests/test_report_html_mtr.py",
     "tests/orchestrator/test_eval_cli.py",
-    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
     "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_counterfactual.py",
-    # about 1,000 s of the four processes' work above: the images are built by then (.ci/run)
+    "tests/duplex_runner/test_live_models.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_report.py",
+    "tests/orchestrator/test_compare_runs.py",
+    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_stage.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_eval_controls.py",
+    "tests/orchestrator/test_benchmark_package.py",
+    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_judged_eval.py",
+    # about 1,000 s of the four processes' work above: the images are built by then (.ci/run). A
+    # docker file handed out earlier holds its process waiting for them: in the run of 2026-12-07
+    # 10:27, where these came 800 s of work sooner, three of the four waited at once, the CPUs idle.
     "tests/docker/test_docker_runtime.py",
     "tests/docker/test_docker_secrets.py",
     "tests/docker/test_docker_mtr.py",
@@ -95,14 +102,11 @@ LONGEST_FIRST = (
     "tests/docker/test_docker_dgslm.py",
     "tests/docker/test_archive_docker.py",
     "tests/docker/test_runner_images.py",
-    "tests/e2e/test_report_browser.py",
-    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_report.py",
-    "tests/duplex_runner/test_live_models.py",
-    "benchmarks/fdb-v2/duplexeval_fdb_v2/tests/test_judged_eval.py",
-    "tests/orchestrator/test_compare_runs.py",
-    "benchmarks/mtr/duplexeval_mtr/tests/test_mtr_stage.py",
     "tests/orchestrator/test_hostile_docker.py",
-    "tests/orchestrator/test_benchmark_package.py",
+    "tests/e2e/test_report_browser.py",
+    # the `filler` files (FILLER_FILES below; beside the serial pass), the longest first
+    "benchmarks/fdb-v1/duplexeval_fdb_v1/tests/test_datasets.py",
+    "benchmarks/fdb-v1.5/duplexeval_fdb_v1_5/tests/test_datasets.py",
     # the longest files of the serial pass (two processes: the longest first there too)
     "tests/e2e/test_runner_gemini_live.py",
     "tests/duplex_runner/test_live_network.py",

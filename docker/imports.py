@@ -23,6 +23,7 @@ give the same bytes, so a layer's cache key moves only when an import does.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -64,18 +65,24 @@ def module_imports(tree: ast.AST) -> set[str]:
     return {m for m in out if m and not _own(m)}
 
 
-def imports(folders: list[Path]) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def folder_imports(folder: Path) -> frozenset[str]:
+    """module_imports of every .py file under folder (not under SKIP_DIRS), once per process:
+    staging every image reads the common library's sources for each of them."""
     out: set[str] = set()
-    for folder in folders:
-        for path in sorted(folder.rglob("*.py")):
-            if SKIP_DIRS & set(path.relative_to(folder).parts[:-1]):
-                continue
-            try:
-                tree = ast.parse(path.read_bytes(), filename=str(path))
-            except SyntaxError:
-                continue
-            out |= module_imports(tree)
-    return sorted(out)
+    for path in sorted(folder.rglob("*.py")):
+        if SKIP_DIRS & set(path.relative_to(folder).parts[:-1]):
+            continue
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError:
+            continue
+        out |= module_imports(tree)
+    return frozenset(out)
+
+
+def imports(folders: list[Path]) -> list[str]:
+    return sorted(set().union(*(folder_imports(Path(f).resolve()) for f in folders)))
 
 
 def main(argv: list[str]) -> None:

@@ -14,7 +14,10 @@ def dx(home, *args):
 
 
 def test_sensitivity_grid_and_ranking(tmp_path):
-    base = ["eval", "--model", "fixed-latency", "--judge", "none", "--limit", "1"]
+    # two subsets of one sample: the ranking read below is turn-taking's latency, and a second subset
+    # keeps a row per subset in play (every subset cost the grid four more ASR runs)
+    base = ["eval", "--model", "fixed-latency", "--judge", "none", "--limit", "1",
+            "--subset", "synthetic_turn_taking", "--subset", "synthetic_pause_handling"]
     assert dx(tmp_path, *base).returncode == 0
     slow = read_json(tmp_path / "runs" / "latest" / "run.json")["run_id"]
     assert dx(tmp_path, *base, "--runner-arg", "delay_s=0.3").returncode == 0
