@@ -48,8 +48,32 @@ SYNTHESIZE_FOR_REAL = (
 _CALLER_TTS_CACHE = os.environ.get("DUPLEXEVAL_TTS_CACHE")
 
 
+# A runner package's own environment (.venvs/runner-<name>, scripts/setup-runner-venv.sh): .ci/run
+# makes these in the background while the first tests run (`SETUP_OWN_VENVS=0 make setup` makes
+# .venv alone, then `scripts/setup-venv.sh --own-only` writes its exit status to the file named in
+# DUPLEXEVAL_OWN_VENVS_STATUS). A test marked `own_env(component)` waits for that status, fails when
+# the step failed, and is skipped when the environment is not there (no such Python: nova-sonic's).
+OWN_VENVS = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".venvs")
+OWN_VENVS_STATUS = "DUPLEXEVAL_OWN_VENVS_STATUS"
+
+
+def _own_env(item) -> None:
+    from tests.conftest import background_step_failure
+    for mark in item.iter_markers("own_env"):
+        why = background_step_failure(OWN_VENVS_STATUS, "DUPLEXEVAL_OWN_VENVS_LOG",
+                                      "the own runner environments (scripts/setup-venv.sh --own-only)")
+        if why is not None:
+            pytest.fail(why, pytrace=False)
+        (component,) = mark.args
+        if not os.path.exists(os.path.join(OWN_VENVS, component, "bin", "duplex-runner")):
+            note = f"; {mark.kwargs['note']}" if mark.kwargs.get("note") else ""
+            pytest.skip(f".venvs/{component} does not exist: run `make setup` (scripts/setup-runner-venv.sh "
+                        f"{component.removeprefix('runner-')}{note})")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    _own_env(item)
     try:
         rel = item.path.relative_to(item.config.rootpath).as_posix()
     except ValueError:  # a test file outside the repository

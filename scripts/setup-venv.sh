@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create or update the local-runtime virtualenv (.venv) from the pinned
-# requirements of every component. Idempotent: a stamp records the hash of
-# all requirement files, so a second call with nothing changed returns at once.
+# requirements of every component, and the runner packages' own environments (.venvs/). Idempotent:
+# a stamp records the hash of all requirement files, so a second call with nothing changed returns
+# at once. `--own-only`: the own environments alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -17,14 +18,25 @@ for d in components/runners/*/; do
   grep -q '^environment = "own"' "$d/pyproject.toml" 2>/dev/null || shared_runners+=("${d%/}")
 done
 # Each own-environment runner package: .venvs/runner-<name> (idempotent, its own stamp); also when
-# .venv itself is up to date.
+# .venv itself is up to date. SETUP_OWN_VENVS=0 leaves them out: .ci/run makes them with
+# `scripts/setup-venv.sh --own-only` in the background while the first tests run (the tests that
+# need one are marked own_env and wait for it: the root conftest.py).
 own_runner_venvs() {
+  if [ "${SETUP_OWN_VENVS:-1}" = 0 ]; then
+    echo "setup: the own runner environments (.venvs/) are left out (SETUP_OWN_VENVS=0)"
+    return 0
+  fi
   for d in components/runners/*/; do
     if grep -q '^environment = "own"' "$d/pyproject.toml" 2>/dev/null; then
       PYTHON="$PY" scripts/setup-runner-venv.sh "$(basename "$d")"
     fi
   done
 }
+case "${1:-}" in
+  --own-only) SETUP_OWN_VENVS=1 own_runner_venvs; exit 0 ;;
+  "") ;;
+  *) echo "usage: scripts/setup-venv.sh [--own-only]" >&2; exit 2 ;;
+esac
 if [ -f "$stamp" ]; then
   echo "setup: $VENV is up to date"
   own_runner_venvs

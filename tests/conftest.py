@@ -21,6 +21,27 @@ def silence(seconds: float, sr: int = 16000) -> np.ndarray:
     return np.zeros(int(round(seconds * sr)), dtype=np.float32)
 
 
+@functools.lru_cache(maxsize=None)
+def background_step_failure(status_var: str, log_var: str, step: str, wait_s: float = 3600.0) -> str | None:
+    """Why a step that .ci/run runs in the background, beside the tests, did not succeed; None when
+    it did, or when no status file is named in $STATUS_VAR (the step was done beforehand, as `make
+    test` alone does it). .ci/run writes the step's exit status to that file when it ends; this
+    waits for it (once per process), up to wait_s seconds. The reason names $LOG_VAR's log."""
+    import time
+    from pathlib import Path
+    status = os.environ.get(status_var)
+    if not status:
+        return None
+    path, log = Path(status), os.environ.get(log_var, "its log")
+    deadline = time.monotonic() + wait_s
+    while not path.exists() or not path.read_text().strip():
+        if time.monotonic() > deadline:
+            return f"{step} had not ended after {wait_s:.0f} s (see {log})"
+        time.sleep(2.0)
+    rc = path.read_text().strip()
+    return None if rc == "0" else f"{step} failed (exit {rc}): see {log}"
+
+
 @pytest.fixture
 def sr() -> int:
     return 16000

@@ -7,12 +7,12 @@ ends; every test of this folder waits for it (once per process) and fails, namin
 when the build failed. Without the variable (images built beforehand, or no engine) nothing waits.
 """
 
-import functools
 import os
-import time
 from pathlib import Path
 
 import pytest
+
+from ..conftest import background_step_failure
 
 IMAGES_WAIT_S = 3600.0
 
@@ -21,21 +21,11 @@ needs_images = pytest.mark.skipif(os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "
                                   reason="needs a Docker engine and the images (DUPLEXEVAL_DOCKER_TESTS=1)")
 
 
-@functools.lru_cache(maxsize=1)
 def images_build_status() -> str | None:
     """None when the images are there; else why they are not (the build failed or took too long)."""
-    status = os.environ.get("DUPLEXEVAL_IMAGES_STATUS")
-    if not status or os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1":
+    if os.environ.get("DUPLEXEVAL_DOCKER_TESTS") != "1":
         return None
-    path = Path(status)
-    log = os.environ.get("DUPLEXEVAL_IMAGES_LOG", "its log")
-    deadline = time.monotonic() + IMAGES_WAIT_S
-    while not path.exists() or not path.read_text().strip():
-        if time.monotonic() > deadline:
-            return f"make images had not ended after {IMAGES_WAIT_S:.0f} s (see {log})"
-        time.sleep(2.0)
-    rc = path.read_text().strip()
-    return None if rc == "0" else f"make images failed (exit {rc}): see {log}"
+    return background_step_failure("DUPLEXEVAL_IMAGES_STATUS", "DUPLEXEVAL_IMAGES_LOG", "make images", IMAGES_WAIT_S)
 
 
 @pytest.fixture(autouse=True)

@@ -8,12 +8,14 @@ sha256 and statuses: the content digest) and metrics.json must be equal; the num
 .ci/run provides both and sets DUPLEXEVAL_DOCKER_TESTS=1).
 """
 
+import pytest
+
 from duplexeval_common.jsonio import read_json
 
 from ..conftest import dx_model, stage_dir
 from .conftest import needs_images
 
-pytestmark = needs_images
+pytestmark = [needs_images, pytest.mark.own_env("runner-dgslm")]
 
 ARGS = ["eval", "--model", "dgslm", "--dataset", "fdb-mini", "--judge", "none", "--limit", "1",
         "--runner-arg", "threads=1", "--runner-arg", "hubert_context=10", "--runner-arg", "vocoder_context=8"]

@@ -32,8 +32,7 @@ CLI = VENV / "bin" / "duplex-runner"
 SR = 16000
 F = 320
 
-pytestmark = pytest.mark.skipif(not PY.exists(), reason=f"{VENV.relative_to(ROOT)} does not exist: run "
-                                "scripts/setup-runner-venv.sh dgslm (make setup does)")
+pytestmark = pytest.mark.own_env("runner-dgslm")  # waits for it, or skips without it (the root conftest.py)
 
 # Inputs at 16 kHz, made of silence and noise bursts (speech to the runner's level detector, -40 dBFS):
 # (start_s, end_s) of each burst, total length.

@@ -30,8 +30,7 @@ SERVER = Path(__file__).with_name("moshi_server.py")
 FRAME = 1920
 HINT = "huggingface-cli download kyutai/moshiko-pytorch-bf16 --local-dir"
 
-pytestmark = pytest.mark.skipif(not PY.exists(), reason=f"{VENV.relative_to(ROOT)} does not exist: run "
-                                "scripts/setup-runner-venv.sh moshi (make setup does)")
+pytestmark = pytest.mark.own_env("runner-moshi")  # waits for it, or skips without it (the root conftest.py)
 
 
 def venv_python(code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

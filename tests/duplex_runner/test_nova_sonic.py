@@ -57,8 +57,7 @@ TOKEN = "planted-aws-session-token-4Hd6Pz1Rt8Ys"
 PACE = {"drift_limit_ms": 1000, "drift_retries": 0}
 talk = functools.partial(servers.talk, sr=SR)
 
-needs_venv = pytest.mark.skipif(not CLI.exists(), reason=f"{VENV.relative_to(ROOT)} does not exist: run "
-                                "scripts/setup-runner-venv.sh nova-sonic (make setup does; it needs python3.12)")
+needs_venv = pytest.mark.own_env("runner-nova-sonic", note="it needs python3.12")
 
 
 @pytest.fixture(autouse=True)

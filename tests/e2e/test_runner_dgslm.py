@@ -20,7 +20,7 @@ from ..conftest import assert_scored_then_cached, dx_model, tiny_eval_in_own_env
 
 dx = dx_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_env("runner-dgslm")]
 
 MODES = {"synthetic_pause_handling": ("teacher_force", ["teacher_force"]),
          "synthetic_backchannel": ("teacher_force", ["teacher_force"]),

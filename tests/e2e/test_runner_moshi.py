@@ -9,12 +9,14 @@ environment, every output is its input's length and rate, the records say what r
 reuses every stage, and missing weights stop the run before any stage with a one-line hint.
 """
 
+import pytest
 import soundfile as sf
 
 from duplexeval_common.jsonio import read_json, read_jsonl
 
 from ..conftest import SUBSET_ARGS, assert_scored_then_cached, dx_model, tiny_eval_in_own_env
 
+pytestmark = pytest.mark.own_env("runner-moshi")  # waits for it, or skips without it (the root conftest.py)
 
 dx = dx_model
 

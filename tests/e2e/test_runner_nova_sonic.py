@@ -26,9 +26,7 @@ from ..conftest import command, exact_speech
 from ..duplex_runner.test_nova_sonic import CLI, KEY_ID, SECRET, TOKEN, server  # noqa: F401  (fixture)
 from ..duplex_runner.servers import cert  # noqa: F401  (fixture)
 
-pytestmark = [pytest.mark.serial,
-              pytest.mark.skipif(not CLI.exists(), reason=".venvs/runner-nova-sonic does not exist: run "
-                                 "scripts/setup-runner-venv.sh nova-sonic (make setup does; it needs python3.12)")]
+pytestmark = [pytest.mark.serial, pytest.mark.own_env("runner-nova-sonic", note="it needs python3.12")]
 
 ASR_TOLERANCE_S = 0.15
 FRAME_S = 512 / 16000

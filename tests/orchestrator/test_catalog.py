@@ -32,13 +32,15 @@ def test_runner_image_swap_applies_to_whichever_runner_package_the_model_uses():
 def test_moshi_runs_from_its_own_environment_and_the_others_from_the_shared_one():
     assert paths.own_environment("runner-moshi") == REPO / ".venvs" / "runner-moshi"
     assert paths.own_environment("runner-freeze-omni") is None
-    rt = LocalRuntime()
-    if (REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner").is_file():
-        assert rt.command("runner-moshi") == str(REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner")
     # the cascade's source identity covers the packages it builds on (controls; half-duplex, its turn
     # logic) and the core
     srcs = paths.component_sources("runner-cascade")
     assert {p.name for p in srcs} == {"cascade", "controls", "half-duplex", "duplex-runner"}
+
+
+@pytest.mark.own_env("runner-moshi")
+def test_moshi_runs_its_own_environments_command():
+    assert LocalRuntime().command("runner-moshi") == str(REPO / ".venvs" / "runner-moshi" / "bin" / "duplex-runner")
 
 
 def test_a_missing_own_environment_is_a_one_line_error(monkeypatch, tmp_path):
