@@ -71,9 +71,24 @@ def _own_env(item) -> None:
                         f"{component.removeprefix('runner-')}{note})")
 
 
+# The HTML report at the end of `duplexeval eval` (report.html and a page per sample, with a
+# matplotlib timeline each: about a second of CPU per small run, far more for MTR's rounds) is
+# built only where a test reads it: the tests marked `html_report` (the report's own files, and
+# those that open a run's report.html). Every other test's runs pass DUPLEXEVAL_HTML=0
+# (`eval --no-html`) and still write and link metrics.json and report.md. Set per test before its
+# fixtures, as the TTS cache below; a DUPLEXEVAL_HTML set by the caller is kept.
+_CALLER_HTML = os.environ.get("DUPLEXEVAL_HTML")
+
+
+def _html_report(item) -> None:
+    if _CALLER_HTML is None:
+        os.environ["DUPLEXEVAL_HTML"] = "1" if item.get_closest_marker("html_report") else "0"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     _own_env(item)
+    _html_report(item)
     try:
         rel = item.path.relative_to(item.config.rootpath).as_posix()
     except ValueError:  # a test file outside the repository

@@ -21,6 +21,9 @@ import pytest
 
 from ..conftest import command
 
+# reads the HTML report `duplexeval eval` builds (the other tests' runs pass --no-html: the root conftest.py)
+pytestmark = pytest.mark.html_report
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ARTIFACTS = Path(__file__).resolve().parents[1] / ".artifacts"

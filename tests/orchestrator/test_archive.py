@@ -519,6 +519,8 @@ def test_the_archive_holds_no_report_and_rebuilds_it(made):
     home, run, _, zst = made
     names = [n.split("/", 1)[1] for n in members(zst)]
     assert not [n for n in names if n.startswith("store/reports") or n.endswith(".html") or n.startswith("runs/")]
+    r = dx(home, "report", run["run_id"])   # the run's own report (its eval ran with --no-html: the root conftest.py)
+    assert r.returncode == 0, r.stdout + r.stderr
     own = (home / "runs" / run["run_id"] / "report.html").resolve().parent
     want = {p.relative_to(own): p.read_bytes() for p in own.rglob("*.html")}
     assert len(want) == 5   # the index and a page per sample

@@ -63,6 +63,7 @@ def dx(env, home, *args, timeout=900) -> subprocess.CompletedProcess:
                           env=env, timeout=timeout)
 
 
+@pytest.mark.html_report
 def test_a_benchmark_package_in_a_temporary_folder_runs_end_to_end(hello, tmp_path):
     env, home, pkg = hello
     before = repo_state()

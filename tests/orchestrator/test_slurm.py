@@ -188,10 +188,16 @@ def _squeue(cluster, *args) -> list[list[str]]:
 
 
 def test_a_cancelled_shard_is_resubmitted_and_the_result_is_identical(cluster, tmp_path):
-    # The runner stage of fixed-latency on 4 samples per subset is slow enough to catch a running shard.
+    # A shard of the runner stage (fixed-latency on 4 samples per subset: seconds of work per shard) is
+    # cancelled while it runs. Only the runner's: the dataset stage's shards, their sentences in the
+    # session's TTS cache, can end within a second of being seen running, and a cancel that lands on a
+    # finished shard resubmits nothing (seen on a fast machine). Its jobs are named by its stage key,
+    # which is the local run's: the executor is not part of a stage's key.
     args = (*EVAL, "--limit", "4")
     local = dx(tmp_path / "local", *args, env=cluster.env)
     assert local.returncode == 0, local.stderr[-3000:]
+    (runner_key,) = [s["key"] for s in read_json(tmp_path / "local" / "runs" / "latest" / "run.json")["stages"]
+                     if s["name"] == "runner"]
     proc = subprocess.Popen([command("duplexeval"), "--home", str(tmp_path / "slurm"), *args, "--executor", "slurm",
                              "--slurm-shards", "2"], env=cluster.env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -199,12 +205,12 @@ def test_a_cancelled_shard_is_resubmitted_and_the_result_is_identical(cluster, t
     deadline = time.monotonic() + 240
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
         for jobid, name, state in _squeue(cluster, "-o", "%i %j %T"):
-            if "_" in jobid and state == "RUNNING" and name.startswith("duplexeval-"):
-                time.sleep(1.0)  # let it seal a sample or two: those are never redone
+            if "_" in jobid and state == "RUNNING" and name == f"duplexeval-{runner_key}":
+                time.sleep(0.3)  # let it seal a sample: those are never redone
                 subprocess.run(["scancel", jobid], env=cluster.env, check=True)
                 killed = jobid
                 break
-        time.sleep(0.2)
+        time.sleep(0.1)
     out, err = proc.communicate(timeout=300)
     assert killed is not None, "no running shard was seen\n" + err[-3000:]
     assert proc.returncode == 0, err[-5000:] + cluster.logs()

@@ -93,12 +93,16 @@ def main(ctx, home):
               help="An extra sbatch option, e.g. --slurm-sbatch-arg=--mem=8G, or STAGE=OPTION (repeatable).")
 @click.option("--slurm-retries", type=int, default=2, show_default=True,
               help="Times a cancelled, preempted or crashed shard is resubmitted.")
+@click.option("--html/--no-html", "html", default=True, show_default=True, envvar="DUPLEXEVAL_HTML",
+              help="Build the HTML report at the end ($DUPLEXEVAL_HTML=0: --no-html). Without it the run "
+                   "folder links metrics.json and report.md, and `duplexeval report RUN` builds the HTML later.")
 @click.pass_obj
 @one_line_errors
 def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets, runtime, images, runner_args,
              runner_args_line, asr_args, judge_args, segmenter_args, benchmark_args, stage_timeout, memory_gb, cpus,
              executor="local", slurm_shards=(),
-             slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2):
+             slurm_partition=(), slurm_time=(), slurm_gpus_runner=0, slurm_sbatch_args=(), slurm_retries=2,
+             html=True):
     """Run the whole pipeline and print the metrics.
 
     Exit code: 0 when every sample is in the metrics, 1 when the run is partial (the missing
@@ -186,18 +190,22 @@ def eval_cmd(store: Store, benchmark, model, dataset, asr, judge, limit, subsets
     click.echo(f"\nrun {run_id} ({status}) in {record['seconds']:.1f}s: {store.runs / run_id / 'run.json'}")
     if summary is not None:
         click.echo(f"report: {agg_dir / 'report.md'}")
-        _html_report(store, run_id, record)
+        _html_report(store, run_id, record, build=html)
     if failed:
         raise DuplexEvalError(f"stage {failed[0].name} ({failed[0].component}) failed: {failed[0].reason}")
     if status == "partial":
         sys.exit(1)
 
 
-def _html_report(store: Store, run_id: str, record: dict) -> None:
+def _html_report(store: Store, run_id: str, record: dict, build: bool = True) -> None:
     """The run folder's links (metrics.json, report.md) and the HTML report, built or found in
-    the store (reports.py); a report that cannot be built is named, and the run stands."""
+    the store (reports.py); a report that cannot be built is named, and the run stands. Not
+    `build` (--no-html): the links alone."""
     from . import reports
     reports.link_aggregate(store, run_id, record)
+    if not build:
+        click.echo(f"html: not built (--no-html); `duplexeval report {run_id}` builds it")
+        return
     try:
         folder, _ = reports.ensure(store, record)
         click.echo(f"html: {reports.link_report(store, run_id, folder)}")

@@ -80,6 +80,23 @@ def test_always_talk_never_stops(home):
     assert all(r["unified"]["outcome"] == "speaking_at_end" for r in rows.values())
 
 
+def test_the_report_hook_builds_an_index_and_a_page_per_sample(home):
+    """`duplexeval report` of the always-talk run (its eval, like every test's but the report's
+    own, ran with --no-html: the root conftest.py): the index names every task, and each of the 8
+    samples has its page, with the overlap run's timeline viewer above the clean twin's figure and
+    the players."""
+    r = subprocess.run([command("duplexeval"), "--home", str(home), "report"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_dir = home / "runs" / "latest"
+    index = (run_dir / "report.html").read_text()
+    assert "always-talk" in index and all(task in index for task in TASKS)
+    pages = sorted(p.relative_to(run_dir / "samples").as_posix() for p in (run_dir / "samples").rglob("*.html"))
+    assert pages == sorted(f"{task}/{i}.html" for task in TASKS for i in (0, 1))
+    page = (run_dir / "samples" / "user_interruption" / "0.html").read_text()
+    top, clean = page.index("<h2>With the overlap (input.wav, output.wav)</h2>"), page.index("<h2>Clean twin")
+    assert top < page.index('class="timeline"') < clean < page.index("<img", clean) and 'id="audio-user"' in page
+
+
 def test_fixed_latency_stops_at_the_overlap_and_answers_after_its_delay(home):
     _, _, metrics, rows = evaluate(home, "fixed-latency")
     exercised = [r for r in rows.values() if r["unified"]["exercised"]]

@@ -17,6 +17,9 @@ from duplexeval_common.jsonio import read_json
 from tests.conftest import command
 from tests.html_pages import Tables, parse  # noqa: F401  (Tables: used by the MTR report's tests too)
 
+# reads the HTML report `duplexeval eval` builds (the other tests' runs pass --no-html: the root conftest.py)
+pytestmark = pytest.mark.html_report
+
 
 def dx(home, *args):
     return subprocess.run([command("duplexeval"), "--home", str(home), *args], capture_output=True, text=True)
@@ -456,3 +459,24 @@ def test_index_of_727_samples_is_small_and_lists_them_all(home, tmp_path):
     page = out / "samples" / f"{key}.html"
     for src in re.findall(r'<audio [^>]*preload="none" src="([^"]+)"', page.read_text()):
         assert (page.parent / src).resolve().is_file()
+
+
+def test_no_html_links_the_metrics_and_report_builds_it_later(home, tmp_path):
+    """`eval --no-html` (a copy of the home, every stage from its store): the run folder links
+    metrics.json and report.md and holds no report.html; the line says how to build it, and
+    `duplexeval report` then links the same report as the first run's."""
+    import shutil
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy, symlinks=True)
+    first = run_record(copy)["run_id"]
+    r = dx(copy, "eval", "--model", "fixed-latency", "--judge", "none", "--limit", "1", "--no-html")
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = run_record(copy)
+    assert run["run_id"] != first and all(s["cached"] for s in run["stages"])
+    assert f"html: not built (--no-html); `duplexeval report {run['run_id']}` builds it" in r.stdout
+    d = run_dir(copy)
+    assert (d / "metrics.json").is_file() and (d / "report.md").is_file()
+    assert not (d / "report.html").exists() and not (d / "samples").exists()
+    rep = dx(copy, "report")
+    assert rep.returncode == 0, rep.stderr
+    assert (d / "report.html").resolve() == (run_dir(copy).parent / first / "report.html").resolve()

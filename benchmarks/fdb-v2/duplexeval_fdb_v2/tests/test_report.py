@@ -30,6 +30,9 @@ from tests.judge import chat_server
 
 from .conftest import evaluate
 
+# reads the HTML report `duplexeval eval` builds (the other tests' runs pass --no-html: the root conftest.py)
+pytestmark = pytest.mark.html_report
+
 TASKS = ("correction", "daily", "entity_tracking", "safety")
 
 

@@ -23,6 +23,9 @@ from duplexeval_common.jsonio import read_json
 from tests.conftest import command
 from tests.html_pages import parse
 
+# reads the HTML report `duplexeval eval` builds (the other tests' runs pass --no-html: the root conftest.py)
+pytestmark = pytest.mark.html_report
+
 SUBSETS = ("pause_features", "smooth_instruction_following")
 
 
