@@ -8,7 +8,8 @@
 # audio and stores, which on disk compete with the image build beside the first pass and whose
 # write-back delays the serial pass's real-time frames (docs/performance.md, "CI"). The folder is
 # removed when every pass passed; otherwise it is kept, with the failed tests' folders, and named.
-# Exit 0 when every pass passed or had nothing to run (pytest's exit 5), else 1 naming the exits.
+# Exit 0 when every pass passed or had nothing to run (pytest's exit 5), else 1 naming the exits;
+# 130 when interrupted (tests/test_make_test_passes.py).
 # From the Makefile: PYTEST_RUN (the pytest command), TEST_WORKERS, SERIAL_WORKERS and TEST_TMPFS
 # in the environment; the arguments (make's PYTEST_ARGS) go to every pass.
 set -uo pipefail
@@ -31,11 +32,24 @@ pass_env() {  # NAME -> sets basetemp (array) and tmpdir
   fi
 }
 
+# Interrupted (Ctrl-C reaches the script with its pytest; a TERM sent to the script is seen when the
+# running pass ends): no further pass, the filler stopped, the folder in memory removed, exit 130.
+interrupted=0 filler=""
+trap 'interrupted=1' INT TERM
+stop_if_interrupted() {
+  [ "$interrupted" = 1 ] || return 0
+  if [ -n "$filler" ]; then kill "$filler" 2>/dev/null; wait "$filler" 2>/dev/null; fi
+  [ -z "$shm" ] || rm -rf "$shm"
+  echo "make test: interrupted${shm:+ (removed $shm)}" >&2
+  exit 130
+}
+
 a=0; b=0; c=0
 pass_env first
 # shellcheck disable=SC2086
 TMPDIR=$tmpdir $PYTEST_RUN "${basetemp[@]}" -n "$TEST_WORKERS" $xdist -m "not serial and not filler" "$@" \
   tests benchmarks || a=$?
+stop_if_interrupted
 
 # the filler process: SCHED_IDLE (nice 19 without chrt), its output after the serial pass's
 idle=(nice -n 19)
@@ -51,7 +65,9 @@ filler=$!
 pass_env serial
 # shellcheck disable=SC2086
 TMPDIR=$tmpdir $PYTEST_RUN "${basetemp[@]}" -n "$SERIAL_WORKERS" $xdist -m serial "$@" tests benchmarks || b=$?
+stop_if_interrupted
 wait "$filler" || c=$?
+stop_if_interrupted
 echo "== the filler tests (run beside the serial pass, at the idle scheduling class; also in $log) =="
 cat "$log"
 failed=0
