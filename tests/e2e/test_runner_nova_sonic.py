@@ -23,7 +23,7 @@ from duplexeval_common.jsonio import read_json
 from duplexeval_common.wavio import write_wav
 
 from ..conftest import command, exact_speech
-from ..duplex_runner.test_nova_sonic import CLI, KEY_ID, SECRET, TOKEN, server  # noqa: F401  (fixture)
+from ..duplex_runner.test_nova_sonic import KEY_ID, SECRET, TOKEN, server  # noqa: F401  (fixture)
 from ..duplex_runner.servers import cert  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_env("runner-nova-sonic", note="it needs python3.12")]
